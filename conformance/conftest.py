@@ -1,0 +1,164 @@
+"""pytest plugin: run conformance/scenarios/**/*.yaml against an implementation command.
+
+    pytest conformance --impl "mytool"
+
+One test per scenario file. Needs only pytest, pyyaml and jsonschema; never imports swamp.
+See conformance/README.md for the scenario format.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SCENARIOS = HERE / "scenarios"
+SELFTEST_DIR = "_selftest"
+DEFAULT_FRAME_SCHEMA = HERE.parent / "spec" / "schemas" / "frame.schema.json"
+_RUNNER_NAME = "swamp_conformance_runner"
+
+
+def _load_runner() -> Any:
+    """Import conformance/runner/ under a unique name, whatever pytest's import mode."""
+    if _RUNNER_NAME not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            _RUNNER_NAME, HERE / "runner" / "__init__.py", submodule_search_locations=[str(HERE / "runner")]
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[_RUNNER_NAME] = module
+        spec.loader.exec_module(module)
+    return sys.modules[_RUNNER_NAME]
+
+
+_load_runner()
+from swamp_conformance_runner.execute import ScenarioFailure, ScenarioRun  # noqa: E402
+from swamp_conformance_runner.matching import ScenarioError  # noqa: E402
+from swamp_conformance_runner.scenario import load_scenario  # noqa: E402
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "swamp conformance suite")
+    group.addoption(
+        "--impl",
+        default=None,
+        help="command of the implementation under test, split with shlex "
+        "(default: the swamp next to the running python, else swamp on PATH)",
+    )
+    group.addoption(
+        "--include-selftest",
+        action="store_true",
+        default=False,
+        help="also run conformance/scenarios/_selftest/ (scenarios for the runner's own tests)",
+    )
+    group.addoption(
+        "--frame-schema",
+        default=None,
+        help=f"JSON Schema every JSON-lines frame must pass (default: {DEFAULT_FRAME_SCHEMA})",
+    )
+
+
+def default_impl() -> list[str] | None:
+    name = "swamp.exe" if os.name == "nt" else "swamp"
+    beside = Path(sys.executable).parent / name
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("swamp")
+    return [found] if found else None
+
+
+def resolve_impl(config: pytest.Config) -> list[str] | None:
+    value = config.getoption("impl", default=None)
+    if not value:
+        return default_impl()
+    argv = shlex.split(value)
+    if argv and (os.sep in argv[0] or (os.altsep and os.altsep in argv[0])):
+        # a relative path means relative to where pytest was started, not to the scenario's repo dir
+        argv[0] = str((Path(config.invocation_params.dir) / argv[0]).absolute())
+    return argv
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+    if not getattr(config, "_conformance_collected", False):
+        return None
+    impl = resolve_impl(config)
+    return "conformance impl: " + (shlex.join(impl) if impl else "(none found; pass --impl)")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    try:
+        rel = file_path.resolve().relative_to(SCENARIOS)
+    except ValueError:
+        return None
+    if SELFTEST_DIR in rel.parts[:-1] and not parent.config.getoption("include_selftest", default=False):
+        return None
+    return ScenarioFile.from_parent(parent, path=file_path)
+
+
+class ScenarioFile(pytest.File):
+    def collect(self) -> list[pytest.Item]:
+        try:
+            scenario = load_scenario(self.path)
+        except ScenarioError as exc:
+            raise self.CollectError(f"broken scenario {self.path}:\n  {exc}") from None
+        self.config._conformance_collected = True  # type: ignore[attr-defined]
+        item = ScenarioItem.from_parent(self, name=scenario.id, scenario=scenario)
+        item.extra_keyword_matches.update(scenario.requirements)
+        return [item]
+
+
+class ScenarioItem(pytest.Item):
+    def __init__(self, *, scenario: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+
+    def runtest(self) -> None:
+        impl = resolve_impl(self.config)
+        if not impl:
+            raise ScenarioFailure(
+                f"no implementation to test: no swamp next to {sys.executable} and none on PATH; "
+                'pass --impl "<command>"'
+            )
+        schema = _frame_schema(self.config)
+        workdir = _workdir(self.config, self.scenario.id)
+        ScenarioRun(self.scenario, impl, workdir, schema, display_path=self.nodeid.split("::")[0]).run()
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, ScenarioFailure):
+            return str(excinfo.value)
+        if isinstance(excinfo.value, ScenarioError):
+            return f"broken scenario {self.nodeid.split('::')[0]}: {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"scenario {self.name}: {self.scenario.title}"
+
+
+def _frame_schema(config: pytest.Config) -> dict[str, Any]:
+    path = Path(config.getoption("frame_schema", default=None) or DEFAULT_FRAME_SCHEMA)
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ScenarioFailure(f"cannot load the frame schema {path}: {exc} (see --frame-schema)") from None
+    return schema
+
+
+def _workdir(config: pytest.Config, scenario_id: str) -> Path:
+    """A fresh directory per scenario, under pytest's --basetemp when available."""
+    name = re.sub(r"[^a-z0-9-]", "-", scenario_id)[:40]
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is not None:
+        return Path(factory.mktemp(name, numbered=True))
+    return Path(tempfile.mkdtemp(prefix=f"swamp-conformance-{name}-"))

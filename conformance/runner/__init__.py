@@ -1,0 +1,1 @@
+"""The conformance runner's helpers (matching, scenario loading, execution); no swamp imports."""

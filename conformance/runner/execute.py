@@ -1,0 +1,400 @@
+"""Running one scenario against an implementation command, step by step."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from .matching import match, match_frames, short, substitute
+from .scenario import Scenario, Step, repo_path
+
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_USER = "conformance"
+OUTPUT_LIMIT = 8000
+FRAME_KINDS = ("event", "error", "done")  # any other frame type is a result ($defs/result)
+
+
+class ScenarioFailure(Exception):
+    """The implementation did not do what the scenario expects; the message is the report."""
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: list[str]
+    env: dict[str, str]
+    stdin: str
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    timeout: float
+
+
+def base_env(home: Path, user: str) -> dict[str, str]:
+    """The clean environment every invocation starts from (nothing else is inherited)."""
+    return {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "NO_COLOR": "1",
+        "TERM": "dumb",
+        "USER": user,
+        "LOGNAME": user,
+    }
+
+
+def run_process(argv: list[str], cwd: Path, env: dict[str, str], stdin: str, timeout: float) -> Result:
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ScenarioFailure(
+            f"could not start the implementation {shlex.join(argv)!r}: {exc}\n"
+            'pass the command to test with --impl "<command>"'
+        ) from None
+    timed_out = False
+    try:
+        out, err = proc.communicate(stdin.encode("utf-8"), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill(proc)
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            out, err = b"", b"(output lost: a child process kept the pipes open)"
+    return Result(
+        argv=argv,
+        env=env,
+        stdin=stdin,
+        returncode=None if timed_out else proc.returncode,
+        stdout=out.decode("utf-8", errors="replace"),
+        stderr=err.decode("utf-8", errors="replace"),
+        timed_out=timed_out,
+        timeout=timeout,
+    )
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            proc.kill()
+    except ProcessLookupError:
+        pass
+
+
+def _arg(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+class ScenarioRun:
+    """Executes a Scenario in ``workdir`` (which gets ``repo/`` and ``home/``)."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        impl: list[str],
+        workdir: Path,
+        frame_schema: dict[str, Any],
+        *,
+        display_path: str | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.impl = impl
+        self.repo = workdir / "repo"
+        self.home = workdir / "home"
+        self.frame_schema = frame_schema
+        self.display_path = display_path or str(scenario.path)
+        self.captures: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self) -> None:
+        self.repo.mkdir(parents=True, exist_ok=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+        if self.scenario.init:
+            result = self._invoke(["repo", "init", "."], {}, None, "", None)
+            if result.timed_out or result.returncode != 0:
+                self._fail("init (`repo init .`)", [_exit_problem(result, "exit code 0")], result)
+        self._write(self.scenario.files, "files")
+        for step in self.scenario.steps:
+            getattr(self, f"_step_{step.kind}")(step)
+
+    def _sub(self, value: Any, where: str) -> Any:
+        return substitute(value, self.captures, where)
+
+    def _invoke(
+        self, args: list[Any], env: dict[str, Any], user: str | None, stdin: str, timeout: float | None
+    ) -> Result:
+        full_env = base_env(self.home, user or DEFAULT_USER)
+        for key, value in {**self.scenario.env, **env}.items():
+            if value is None:
+                full_env.pop(key, None)
+            else:
+                full_env[key] = _arg(value)
+        argv = [*self.impl, *(_arg(a) for a in args)]
+        return run_process(argv, self.repo, full_env, stdin, timeout or DEFAULT_TIMEOUT)
+
+    def _invoke_step(self, step: Step, args: list[Any], stdin: str) -> Result:
+        data = step.data
+        env = self._sub(data.get("env", {}), f"steps[{step.index}].env")
+        user = self._sub(data.get("user"), f"steps[{step.index}].user")
+        result = self._invoke(args, env, user, stdin, data.get("timeout"))
+        if result.timed_out:
+            self._fail(step.label, [_exit_problem(result, "the process to finish")], result)
+        return result
+
+    # ------------------------------------------------------------------ steps
+
+    def _step_run(self, step: Step) -> None:
+        where = f"steps[{step.index}]"
+        args = self._sub(step.data["run"], f"{where}.run")
+        stdin = self._sub(step.data.get("stdin", ""), f"{where}.stdin")
+        result = self._invoke_step(step, args, stdin)
+        expect = self._sub(step.data.get("expect", {}), f"{where}.expect")
+        problems = self._check_exit(expect, result)
+        if "json" in expect:
+            try:
+                document = json.loads(result.stdout)
+            except ValueError as exc:
+                problems.append(f"json: stdout is not exactly one JSON document ({exc})")
+            else:
+                problems += [f"json {m}" for m in match(expect["json"], document, self.captures)]
+        for stream in ("stdout", "stderr"):
+            if stream in expect:
+                problems += _text_problems(stream, expect[stream], getattr(result, stream), self.captures)
+        if problems:
+            self._fail(step.label, problems, result)
+
+    def _step_jsonl(self, step: Step) -> None:
+        where = f"steps[{step.index}]"
+        requests = self._sub(step.data.get("jsonl", []), f"{where}.jsonl")
+        raw = self._sub(step.data.get("raw", ""), f"{where}.raw")
+        stdin = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests) + raw
+        result = self._invoke_step(step, ["--jsonl"], stdin)
+        expect = self._sub(step.data.get("expect", {}), f"{where}.expect")
+        problems = self._check_exit(expect, result)
+        frames, frame_problems = self._parse_frames(result.stdout)
+        problems += frame_problems
+        if "frames" in expect:
+            problems += match_frames(expect["frames"], frames, self.captures, only=expect.get("only", False))
+        if "stderr" in expect:
+            problems += _text_problems("stderr", expect["stderr"], result.stderr, self.captures)
+        if problems:
+            self._fail(step.label, problems, result, frames=True)
+
+    def _step_files(self, step: Step) -> None:
+        checks = self._sub(step.data["files"], f"steps[{step.index}].files")
+        problems: list[str] = []
+        for i, check in enumerate(checks):
+            problems += self._check_files(f"files[{i}]", check)
+        if problems:
+            self._fail(step.label, problems, None, listing=True)
+
+    def _step_write(self, step: Step) -> None:
+        self._write(self._sub(step.data["write"], f"steps[{step.index}].write"), f"steps[{step.index}].write")
+
+    # ------------------------------------------------------------------ helpers
+
+    def _check_exit(self, expect: dict[str, Any], result: Result) -> list[str]:
+        wanted = expect.get("exit", 0)
+        return [f"exit code: {m.message}" for m in match(wanted, result.returncode, self.captures)]
+
+    def _parse_frames(self, stdout: str) -> tuple[list[Any], list[str]]:
+        validator = jsonschema.Draft202012Validator(self.frame_schema)
+        lines = stdout.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        frames: list[Any] = []
+        problems: list[str] = []
+        for number, line in enumerate(lines, 1):
+            try:
+                frame = json.loads(line)
+            except ValueError as exc:
+                problems.append(f"stdout line {number} is not a JSON frame ({exc}): {short(line)}")
+                continue
+            if not validator.is_valid(frame):
+                problems.append(
+                    f"frame #{len(frames)} does not match spec/schemas/frame.schema.json: "
+                    f"{self._schema_error(frame)}\n    frame: {short(frame, 400)}"
+                )
+            frames.append(frame)
+        return frames, problems
+
+    def _schema_error(self, frame: Any) -> str:
+        kind = frame.get("type") if isinstance(frame, dict) else None
+        definition = kind if kind in FRAME_KINDS else "result"
+        sub = {"$ref": f"#/$defs/{definition}", "$defs": self.frame_schema.get("$defs", {})}
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(sub).iter_errors(frame))
+        if error is None or not isinstance(frame, dict):
+            error = jsonschema.exceptions.best_match(
+                jsonschema.Draft202012Validator(self.frame_schema).iter_errors(frame)
+            )
+        at = "/".join(str(p) for p in error.absolute_path) if error else ""
+        return f"{error.message if error else 'invalid'} (checked as $defs/{definition}{', at /' + at if at else ''})"
+
+    def _check_files(self, where: str, check: dict[str, Any]) -> list[str]:
+        problems: list[str] = []
+        if "glob" in check:
+            pattern = check["glob"]
+            repo_path(self.repo, pattern, where)
+            found = sorted(self.repo.glob(pattern))
+            names = [p.relative_to(self.repo).as_posix() for p in found]
+            label = f"{where} glob {pattern!r}"
+            if "count" in check:
+                if match(check["count"], len(found), dict(self.captures)):
+                    problems.append(f"{label}: expected count {short(check['count'])}, got {len(found)}: {names}")
+            elif not found:
+                problems.append(f"{label}: expected at least one match, got none")
+        else:
+            path = repo_path(self.repo, check["path"], where)
+            label = f"{where} path {check['path']!r}"
+            wanted = check.get("exists", True)
+            if path.exists() != wanted:
+                problems.append(f"{label}: expected it {'to exist' if wanted else 'not to exist'}")
+            found = [path] if path.exists() and wanted else []
+        for path in found:
+            name = path.relative_to(self.repo).as_posix()
+            problems += self._check_content(f"{where} {name}", path, check)
+        return problems
+
+    def _check_content(self, label: str, path: Path, check: dict[str, Any]) -> list[str]:
+        if "json" not in check and "text" not in check:
+            return []
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return [f"{label}: cannot read it as UTF-8 text ({exc})"]
+        problems = []
+        if "text" in check:
+            problems += _text_problems(f"{label} text", check["text"], text, self.captures)
+        if "json" in check:
+            try:
+                document = json.loads(text)
+            except ValueError as exc:
+                return [*problems, f"{label}: not a JSON document ({exc})"]
+            problems += [f"{label} json {m}" for m in match(check["json"], document, self.captures)]
+        return problems
+
+    def _write(self, files: dict[str, Any], where: str) -> None:
+        for rel, content in files.items():
+            path = repo_path(self.repo, rel, where)
+            if content is None:
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink(missing_ok=True)
+                continue
+            if not isinstance(content, str):
+                content = json.dumps(content, indent=2, ensure_ascii=False) + "\n"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content.encode("utf-8"))
+
+    # ------------------------------------------------------------------ reporting
+
+    def _fail(
+        self,
+        what: str,
+        problems: list[str],
+        result: Result | None,
+        *,
+        frames: bool = False,
+        listing: bool = False,
+    ) -> None:
+        out = [f"scenario {self.scenario.id!r} failed at {what}", f"  scenario file: {self.display_path}"]
+        if result is not None:
+            extra = {k: v for k, v in result.env.items() if base_env(self.home, "").get(k) != v}
+            out += [
+                f"  command: {shlex.join(result.argv)}",
+                f"  cwd: {self.repo}",
+                "  env (besides the clean base env): "
+                + (" ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(extra.items())) or "(none)"),
+                f"  exit code: {'(timed out)' if result.timed_out else result.returncode}",
+            ]
+        out.append("problems:")
+        out += [_indent(p, "  - ", "    ") for p in problems]
+        if result is not None:
+            if result.stdin:
+                out += ["stdin:", _block(result.stdin)]
+            if frames:
+                out += ["stdout (frames numbered #0...):", _frames_block(result.stdout)]
+            else:
+                out += ["stdout:", _block(result.stdout)]
+            out += ["stderr:", _block(result.stderr)]
+        if listing:
+            out += ["files in the repo dir:", _block(_listing(self.repo))]
+        if self.captures:
+            out += ["captures: " + short(self.captures, 1000)]
+        out.append(f"repo dir (kept): {self.repo}")
+        raise ScenarioFailure("\n".join(out))
+
+
+def _exit_problem(result: Result, wanted: str) -> str:
+    if result.timed_out:
+        return (
+            f"timed out after {result.timeout:g} s waiting for {wanted} (the process was killed); "
+            "a step may set `timeout:` to allow longer"
+        )
+    return f"exit code: expected 0, got {result.returncode}"
+
+
+def _text_problems(label: str, expected: Any, text: str, captures: dict[str, Any]) -> list[str]:
+    return [f"{label}: {m.message}" for m in match(expected, text, captures)]
+
+
+def _indent(text: str, first: str, rest: str) -> str:
+    lines = text.split("\n")
+    return "\n".join([first + lines[0], *(rest + line for line in lines[1:])])
+
+
+def _truncate(text: str) -> str:
+    if len(text) <= OUTPUT_LIMIT:
+        return text
+    return text[:OUTPUT_LIMIT] + f"\n... ({len(text) - OUTPUT_LIMIT} more characters)"
+
+
+def _block(text: str) -> str:
+    if not text:
+        return "  | (empty)"
+    return "\n".join("  | " + line for line in _truncate(text).rstrip("\n").split("\n"))
+
+
+def _frames_block(stdout: str) -> str:
+    if not stdout:
+        return "  | (empty)"
+    out, number = [], 0
+    for line in _truncate(stdout).rstrip("\n").split("\n"):
+        try:
+            json.loads(line)
+        except ValueError:
+            out.append("  !! " + line)
+        else:
+            out.append(f"  #{number} {line}")
+            number += 1
+    return "\n".join(out)
+
+
+def _listing(repo: Path, limit: int = 60) -> str:
+    names = sorted(p.relative_to(repo).as_posix() + ("/" if p.is_dir() else "") for p in repo.rglob("*"))
+    if len(names) > limit:
+        names = [*names[:limit], f"... ({len(names) - limit} more)"]
+    return "\n".join(names)
+

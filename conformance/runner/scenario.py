@@ -1,0 +1,194 @@
+"""Loading a scenario file and checking it statically (before anything runs)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import jsonschema
+import yaml
+
+from .matching import ScenarioError, captured_names, check_expected, is_matcher, references
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "scenario.schema.json"
+
+# step key -> step kind ($defs name in scenario.schema.json)
+STEP_KEYS = {"run": "run", "jsonl": "jsonl", "raw": "jsonl", "files": "files", "write": "write"}
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int
+    kind: str  # run | jsonl | files | write
+    data: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        name = self.data.get("name")
+        return f"steps[{self.index}] ({self.kind}{': ' + name if name else ''})"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    path: Path
+    id: str
+    title: str
+    requirements: tuple[str, ...]
+    init: bool
+    env: dict[str, Any]
+    files: dict[str, Any]
+    steps: tuple[Step, ...]
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe YAML without timestamp conversion (SWAMP_NOW stays a string), refusing duplicate keys."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+                )
+        return super().construct_mapping(node, deep)
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+
+
+@lru_cache(maxsize=None)
+def _validator(kind: str | None) -> jsonschema.Draft202012Validator:
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    if kind is not None:
+        schema = {"$ref": f"#/$defs/{kind}Step", "$defs": schema["$defs"]}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _schema_check(data: Any, kind: str | None, where: str) -> None:
+    error = jsonschema.exceptions.best_match(_validator(kind).iter_errors(data))
+    if error is not None:
+        at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        raise ScenarioError(f"{where}{at}: {error.message}")
+
+
+def repo_path(repo: Path, rel: str, where: str) -> Path:
+    """``rel`` (a relative POSIX path or glob) resolved inside ``repo``; refuses escapes."""
+    pure = PurePosixPath(rel)
+    if not rel.strip() or pure.is_absolute() or ".." in pure.parts or "\\" in rel:
+        raise ScenarioError(f"{where}: {rel!r} must be a relative path that stays inside the repo dir")
+    return repo.joinpath(*pure.parts)
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Read and statically check one scenario file; raises ScenarioError naming the problem."""
+    try:
+        data = load_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"cannot read the scenario: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"the scenario is not valid YAML: {exc}") from None
+    _schema_check(data, None, "scenario")
+    steps = tuple(_load_step(i, raw) for i, raw in enumerate(data["steps"]))
+    scenario = Scenario(
+        path=path,
+        id=data["id"],
+        title=data["title"],
+        requirements=tuple(data["requirements"]),
+        init=data.get("init", True),
+        env=data.get("env", {}),
+        files=data.get("files", {}),
+        steps=steps,
+    )
+    _check_paths(scenario)
+    _check_captures(scenario)
+    return scenario
+
+
+def _load_step(index: int, raw: dict[str, Any]) -> Step:
+    where = f"steps[{index}]"
+    kinds = {STEP_KEYS[k] for k in raw if k in STEP_KEYS}
+    if len(kinds) != 1:
+        raise ScenarioError(
+            f"{where}: a step needs exactly one of `run`, `jsonl` (and/or `raw`), `files`, `write`; "
+            f"got keys {sorted(raw)}"
+        )
+    kind = kinds.pop()
+    _schema_check(raw, kind, where)
+    step = Step(index, kind, raw)
+    expect = raw.get("expect", {})
+    for key, value in expect.items():
+        if key == "only":
+            continue
+        if key == "frames":
+            for i, frame in enumerate(value):
+                check_expected(frame, f"{where}.expect.frames[{i}]")
+        else:
+            _check_value(value, f"{where}.expect.{key}", scalar_dict_ok=key == "json")
+    if kind == "files":
+        for i, check in enumerate(raw["files"]):
+            for key in ("count", "json", "text"):
+                if key in check:
+                    _check_value(check[key], f"{where}.files[{i}].{key}", scalar_dict_ok=key == "json")
+    return step
+
+
+def _check_value(value: Any, where: str, *, scalar_dict_ok: bool) -> None:
+    if isinstance(value, dict) and not scalar_dict_ok and not is_matcher(value):
+        raise ScenarioError(f"{where}: expected a value or a matcher such as {{$regex: ...}}, got an object")
+    check_expected(value, where)
+
+
+def _check_paths(scenario: Scenario) -> None:
+    dummy = Path("/repo")
+    for rel in scenario.files:
+        repo_path(dummy, rel, "files")
+    for step in scenario.steps:
+        if step.kind == "write":
+            names = list(step.data["write"])
+        elif step.kind == "files":
+            names = [check.get("glob") or check.get("path") for check in step.data["files"]]
+        else:
+            continue
+        for rel in names:
+            if not references(rel):
+                repo_path(dummy, rel, f"steps[{step.index}]")
+
+
+def _check_captures(scenario: Scenario) -> None:
+    """Every ``${name}`` must refer to a ``$capture`` of an earlier step."""
+    defined: set[str] = set()
+    top = {"env": scenario.env, "files": scenario.files}
+    early = sorted(references(top))
+    if early:
+        raise ScenarioError(
+            f"the scenario's env/files refer to ${{{early[0]}}}, but nothing is captured before the steps; "
+            "write $${name} for a literal ${name}"
+        )
+    for step in scenario.steps:
+        missing = sorted(references(step.data) - defined)
+        if missing:
+            known = ", ".join(sorted(defined)) or "none"
+            raise ScenarioError(
+                f"{step.label} refers to unknown capture(s) {', '.join('${' + n + '}' for n in missing)} "
+                f"(captured by earlier steps: {known}); write $${{name}} for a literal ${{name}}"
+            )
+        expect = step.data.get("expect", {})
+        defined |= captured_names([expect.get(k) for k in ("json", "stdout", "stderr", "exit", "frames")])
+        for check in step.data.get("files", []) if step.kind == "files" else []:
+            defined |= captured_names([check.get(k) for k in ("count", "json", "text")])

@@ -1,0 +1,61 @@
+"""The services one command needs, built once from the repository it works on."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from ..domain.inputs import InputValidationService
+from ..store.clock import SystemClock, current_user
+from ..store.repo import RepoLayout, find_repo
+from ..store.runs import RunRepository
+from ..store.workflows import WorkflowRepository
+
+if TYPE_CHECKING:
+    from ..domain.expressions import ExpressionEngine
+    from ..models.runner import ModelMethodRunner
+
+
+@dataclass
+class App:
+    layout: RepoLayout
+    clock: SystemClock = field(default_factory=SystemClock)
+
+    @classmethod
+    def open(cls, repo_dir: str | None = None) -> App:
+        return cls(find_repo(repo_dir))
+
+    @cached_property
+    def workflows(self) -> WorkflowRepository:
+        return WorkflowRepository(self.layout)
+
+    @cached_property
+    def runs(self) -> RunRepository:
+        return RunRepository(self.layout)
+
+    @cached_property
+    def validation(self) -> InputValidationService:
+        return InputValidationService()
+
+    @cached_property
+    def expressions(self) -> ExpressionEngine:
+        from ..domain.expressions import ExpressionEngine
+
+        return ExpressionEngine()
+
+    @cached_property
+    def methods(self) -> ModelMethodRunner:
+        from ..models.runner import ModelMethodRunner
+
+        return ModelMethodRunner(self.layout, self.validation)
+
+    @property
+    def user(self) -> str:
+        return current_user()
+
+    @staticmethod
+    def host_concurrency() -> int | None:
+        raw = os.environ.get("SWAMP_MAX_CONCURRENT_STEPS")
+        return int(raw) if raw and raw.isdigit() and int(raw) > 0 else None

@@ -1,0 +1,23 @@
+"""workflow history / history get."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import App
+from .views import run_document, run_summary
+
+
+def history(app: App, workflow_ref: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    workflow_id = app.workflows.get(workflow_ref).workflow.id if workflow_ref else None
+    runs, unreadable = app.runs.list_runs(workflow_id)
+    if limit is not None:
+        runs = runs[:limit]
+    return {
+        "runs": [run_summary(r) for r in runs],
+        "unreadable": [e.to_dict() for e in unreadable],
+    }
+
+
+def history_get(app: App, run_ref: str) -> dict[str, Any]:
+    return run_document(app, app.runs.find(run_ref))

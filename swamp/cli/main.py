@@ -1,0 +1,496 @@
+"""The `swamp` command line: parse, call the request handler, render. Nothing else lives here."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import rich_click as click
+
+from ..domain.errors import EXIT_FAILED, EXIT_USAGE, InternalError, SwampError, UsageError
+from .output import out, print_error, print_json, style
+
+click.rich_click.USE_RICH_MARKUP = False
+click.rich_click.SHOW_ARGUMENTS = True
+click.rich_click.MAX_WIDTH = 100
+
+Renderer = Callable[[dict[str, Any]], None]
+
+
+def _as_json(ctx: click.Context, local: bool) -> bool:
+    root = ctx.find_root()
+    return local or bool(root.obj and root.obj.get("json"))
+
+
+def _repo_dir(ctx: click.Context, local: str | None) -> str | None:
+    root = ctx.find_root()
+    return local or (root.obj or {}).get("repo_dir")
+
+
+def call(
+    ctx: click.Context,
+    request: str,
+    payload: dict[str, Any],
+    *,
+    as_json: bool,
+    repo_dir: str | None,
+    render: Renderer,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    exit_code: Callable[[dict[str, Any]], int] = lambda data: 0,
+) -> None:
+    from ..protocol.requests import handle
+
+    use_json = _as_json(ctx, as_json)
+    directory = _repo_dir(ctx, repo_dir)
+    if directory is not None:
+        payload = {**payload, "repoDir": directory}
+    try:
+        data = handle(request, payload, None if use_json else progress)
+    except SwampError as exc:
+        print_error(exc, use_json)
+        ctx.exit(exc.exit_code)
+    except Exception as exc:  # never a bare traceback
+        if os.environ.get("SWAMP_DEBUG"):
+            raise
+        error = InternalError(
+            f"unexpected error: {type(exc).__name__}: {exc}. Run again with SWAMP_DEBUG=1 for a traceback"
+        )
+        print_error(error, use_json)
+        ctx.exit(error.exit_code)
+    if use_json:
+        print_json(data)
+    else:
+        render(data)
+    code = exit_code(data)
+    if code:
+        ctx.exit(code)
+
+
+def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option(
+        "--repo-dir",
+        type=click.Path(file_okay=False),
+        help="The repository (default: found from the current directory).",
+    )(func)
+    func = click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON document instead of log lines."
+    )(func)
+    return func
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--json", "as_json", is_flag=True, help="Print JSON documents instead of log lines.")
+@click.option("--jsonl", is_flag=True, help="Serve JSON-lines requests from stdin until EOF.")
+@click.option("--repo-dir", type=click.Path(file_okay=False), help="The repository to work on.")
+@click.version_option(package_name="swamp", prog_name="swamp")
+@click.pass_context
+def cli(ctx: click.Context, as_json: bool, jsonl: bool, repo_dir: str | None) -> None:
+    """swamp: a local workflow engine.
+
+    \b
+    Quick start:
+      swamp repo init my-repo && cd my-repo
+      swamp model create command/shell hello
+      swamp workflow create hello
+      swamp workflow run hello
+    """
+    ctx.obj = {"json": as_json, "repo_dir": repo_dir}
+    if jsonl:
+        from ..protocol.jsonl import serve_stdio
+
+        ctx.exit(serve_stdio(repo_dir=repo_dir))
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+# -- repo ----------------------------------------------------------------------------------------
+
+
+@cli.group()
+def repo() -> None:
+    """Create and inspect swamp repositories."""
+
+
+@repo.command("init")
+@click.argument("directory", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_context
+def repo_init(ctx: click.Context, directory: str | None, as_json: bool) -> None:
+    """Create a repository in DIRECTORY (default: the current directory).
+
+    \b
+    Example:
+      swamp repo init my-repo
+    """
+
+    def render(data: dict[str, Any]) -> None:
+        verb = "Created" if data["created"] else "Already a repository:"
+        out(f"{verb} {data['path']}")
+        out("Next: swamp model create command/shell hello && swamp workflow create hello")
+
+    call(ctx, "repo.init", {"path": directory or "."}, as_json=as_json, repo_dir=None, render=render)
+
+
+# -- workflow --------------------------------------------------------------------------------------
+
+
+@cli.group()
+def workflow() -> None:
+    """Create, validate, run and inspect workflows."""
+
+
+@workflow.command("run")
+@click.argument("name")
+@click.option(
+    "--input",
+    "-i",
+    "inputs",
+    multiple=True,
+    metavar="K=V",
+    help="An input value (repeatable): key=value, a.b=value, key:json=<json>.",
+)
+@click.option("--input-file", type=click.Path(dir_okay=False), help="A YAML or JSON file of inputs.")
+@output_options
+@click.pass_context
+def workflow_run(
+    ctx: click.Context,
+    name: str,
+    inputs: tuple[str, ...],
+    input_file: str | None,
+    as_json: bool,
+    repo_dir: str | None,
+) -> None:
+    """Run workflow NAME until it finishes or suspends.
+
+    \b
+    Examples:
+      swamp workflow run release
+      swamp workflow run deploy --input env=prod --input replicas=3
+      swamp workflow run deploy --input regions:json='["eu","us"]' --json
+    """
+    from .inputs import parse_inputs
+    from .render import RunProgress, run_outcome
+
+    try:
+        values = parse_inputs(inputs, input_file)
+    except UsageError as exc:
+        print_error(exc, _as_json(ctx, as_json))
+        ctx.exit(exc.exit_code)
+    call(
+        ctx,
+        "workflow.run",
+        {"workflow": name, "inputs": values},
+        as_json=as_json,
+        repo_dir=repo_dir,
+        render=run_outcome,
+        progress=RunProgress(),
+        exit_code=_run_exit,
+    )
+
+
+def _run_exit(data: dict[str, Any]) -> int:
+    return EXIT_FAILED if data.get("status") in ("failed", "cancelled") else 0
+
+
+@workflow.command("list")
+@output_options
+@click.pass_context
+def workflow_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
+    """List the workflows of the repository.
+
+    \b
+    Example:
+      swamp workflow list --json
+    """
+    from .render import table
+
+    def render(data: dict[str, Any]) -> None:
+        if not data["workflows"] and not data["broken"]:
+            out("No workflows yet. Create one with: swamp workflow create NAME")
+            return
+        table(
+            [[w["name"], str(w["jobs"]), str(w["steps"]), w["path"]] for w in data["workflows"]],
+            ["NAME", "JOBS", "STEPS", "PATH"],
+        )
+        for broken in data["broken"]:
+            out(style(f"broken: {broken['path']}: {broken['error']['message']}", "red"))
+
+    call(ctx, "workflow.list", {}, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+@workflow.command("get")
+@click.argument("name")
+@output_options
+@click.pass_context
+def workflow_get(ctx: click.Context, name: str, as_json: bool, repo_dir: str | None) -> None:
+    """Show workflow NAME (by name or id).
+
+    \b
+    Example:
+      swamp workflow get release
+    """
+
+    def render(data: dict[str, Any]) -> None:
+        from ..store.yamlio import dump_yaml
+
+        out(f"{style(data['name'], bold=True)} ({data['path']})")
+        out(dump_yaml(data["definition"]).rstrip())
+
+    call(ctx, "workflow.get", {"workflow": name}, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+@workflow.command("create")
+@click.argument("name")
+@click.option("--description", help="A one-line description.")
+@output_options
+@click.pass_context
+def workflow_create(
+    ctx: click.Context, name: str, description: str | None, as_json: bool, repo_dir: str | None
+) -> None:
+    """Create workflows/workflow-NAME.yaml from a starter template.
+
+    \b
+    Example:
+      swamp workflow create hello
+    """
+
+    def render(data: dict[str, Any]) -> None:
+        out(f"Created {data['path']}")
+        out(f"Edit it, then: swamp workflow validate {data['name']} && swamp workflow run {data['name']}")
+
+    payload = {"name": name, **({"description": description} if description else {})}
+    call(ctx, "workflow.create", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+@workflow.command("validate")
+@click.argument("name", required=False)
+@output_options
+@click.pass_context
+def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_dir: str | None) -> None:
+    """Check workflow NAME (or every workflow): schema, names, references, cycles, expressions.
+
+    \b
+    Examples:
+      swamp workflow validate release
+      swamp workflow validate --json
+    """
+
+    def render_one(result: dict[str, Any]) -> None:
+        out(f"Validating: {style(result['workflowName'] or result['path'], bold=True)}")
+        for check in result["validations"]:
+            mark = style("✓", "green") if check["passed"] else style("✗", "red")
+            out(f"  {mark} {check['name']}")
+            if not check["passed"]:
+                for problem in result.get("problems") or [check.get("error")]:
+                    out(f"    → {problem}")
+        out(f"Result: {style('PASSED', 'green') if result['passed'] else style('FAILED', 'red')}")
+
+    def render(data: dict[str, Any]) -> None:
+        if "workflows" not in data:
+            render_one(data)
+            return
+        if not data["workflows"]:
+            out("No workflows to validate")
+            return
+        for result in data["workflows"]:
+            render_one(result)
+            out()
+        total = data["totalPassed"] + data["totalFailed"]
+        out(f"Summary: {data['totalPassed']}/{total} workflows passed")
+
+    payload = {"workflow": name} if name else {}
+    call(
+        ctx,
+        "workflow.validate",
+        payload,
+        as_json=as_json,
+        repo_dir=repo_dir,
+        render=render,
+        exit_code=lambda data: 0 if data["passed"] else EXIT_FAILED,
+    )
+
+
+@workflow.command("history", context_settings={"ignore_unknown_options": False})
+@click.argument("args", nargs=-1, metavar="[NAME] | get RUN_ID_OR_PREFIX")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many runs.")
+@output_options
+@click.pass_context
+def workflow_history(
+    ctx: click.Context, args: tuple[str, ...], limit: int | None, as_json: bool, repo_dir: str | None
+) -> None:
+    """List runs, newest first, or show one run whole.
+
+    \b
+    Examples:
+      swamp workflow history             # every run
+      swamp workflow history release     # the runs of one workflow
+      swamp workflow history get 3f2a    # one run, by ID or unique prefix
+    """
+    from .render import duration, run_tree, table
+
+    if args and args[0] == "get":
+        if len(args) != 2:
+            raise click.UsageError("usage: swamp workflow history get RUN_ID_OR_PREFIX")
+        call(
+            ctx, "workflow.history.get", {"run": args[1]}, as_json=as_json, repo_dir=repo_dir, render=run_tree
+        )
+        return
+    if len(args) > 1:
+        raise click.UsageError("usage: swamp workflow history [NAME] or swamp workflow history get RUN_ID")
+
+    def render(data: dict[str, Any]) -> None:
+        if not data["runs"]:
+            out("No runs yet. Start one with: swamp workflow run NAME")
+        else:
+            table(
+                [
+                    [
+                        r["runId"],
+                        r["workflowName"],
+                        r["status"],
+                        r["createdAt"],
+                        duration(r.get("durationMs")),
+                    ]
+                    for r in data["runs"]
+                ],
+                ["RUN", "WORKFLOW", "STATUS", "CREATED", "TOOK"],
+            )
+        for problem in data["unreadable"]:
+            out(style(f"unreadable: {problem['message']}", "red"))
+
+    payload: dict[str, Any] = {}
+    if args:
+        payload["workflow"] = args[0]
+    if limit:
+        payload["limit"] = limit
+    call(ctx, "workflow.history", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+# -- model -------------------------------------------------------------------------------------------
+
+
+@cli.group()
+def model() -> None:
+    """Create and inspect model definitions and types."""
+
+
+@model.command("create")
+@click.argument("type_name", metavar="TYPE")
+@click.argument("name")
+@output_options
+@click.pass_context
+def model_create(ctx: click.Context, type_name: str, name: str, as_json: bool, repo_dir: str | None) -> None:
+    """Create models/TYPE/NAME.yaml, a definition of model type TYPE.
+
+    \b
+    Example:
+      swamp model create command/shell hello
+    """
+
+    def render(data: dict[str, Any]) -> None:
+        out(f"Created {data['path']} ({data['type']})")
+
+    call(
+        ctx,
+        "model.create",
+        {"type": type_name, "name": name},
+        as_json=as_json,
+        repo_dir=repo_dir,
+        render=render,
+    )
+
+
+@model.command("list")
+@output_options
+@click.pass_context
+def model_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
+    """List model definitions.
+
+    \b
+    Example:
+      swamp model list
+    """
+    from .render import table
+
+    def render(data: dict[str, Any]) -> None:
+        if not data["models"]:
+            out("No models yet. Create one with: swamp model create command/shell hello")
+        else:
+            table([[m["name"], m["type"], m["path"]] for m in data["models"]], ["NAME", "TYPE", "PATH"])
+        for problem in data["problems"]:
+            out(style(f"broken: {problem['path']}: {problem['error']}", "red"))
+
+    call(ctx, "model.list", {}, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+@model.command("get")
+@click.argument("name")
+@output_options
+@click.pass_context
+def model_get(ctx: click.Context, name: str, as_json: bool, repo_dir: str | None) -> None:
+    """Show model definition NAME (by name or id).
+
+    \b
+    Example:
+      swamp model get hello
+    """
+
+    def render(data: dict[str, Any]) -> None:
+        from ..store.yamlio import dump_yaml
+
+        shown = {k: v for k, v in data.items() if k not in ("typeInfo",)}
+        out(dump_yaml(shown).rstrip())
+        if "typeInfo" in data:
+            out(f"methods: {', '.join(data['typeInfo']['methods'])}")
+
+    call(ctx, "model.get", {"model": name}, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+@model.group("type")
+def model_type() -> None:
+    """Inspect model types (builtin and extensions/models/*.py)."""
+
+
+@model_type.command("list")
+@output_options
+@click.pass_context
+def model_type_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
+    """List model types, and extension files that failed to load.
+
+    \b
+    Example:
+      swamp model type list
+    """
+    from .render import table
+
+    def render(data: dict[str, Any]) -> None:
+        table(
+            [[t["type"], t["version"], ", ".join(t["methods"]), t["source"]] for t in data["types"]],
+            ["TYPE", "VERSION", "METHODS", "SOURCE"],
+        )
+        for problem in data["problems"]:
+            out(style(f"broken: {problem['path']}: {problem['error']}", "red"))
+
+    call(ctx, "model.type.list", {}, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        code = cli.main(args=args, prog_name="swamp", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        if "--json" in args:
+            print_json({"error": {"code": "usage_error", "message": exc.format_message()}})
+        else:
+            exc.show()
+        code = EXIT_USAGE
+    except click.exceptions.Abort:
+        code = 130
+    except SwampError as exc:
+        print_error(exc, "--json" in args)
+        code = exc.exit_code
+    sys.exit(code or 0)

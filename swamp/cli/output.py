@@ -1,0 +1,62 @@
+"""Writing to the terminal: JSON documents, error envelopes, and styled log lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from ..domain.errors import SwampError
+
+
+def color_enabled(stream: Any = None) -> bool:
+    stream = stream or sys.stdout
+    if os.environ.get("NO_COLOR") is not None or os.environ.get("TERM") == "dumb":
+        return False
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def style(text: str, color: str | None = None, bold: bool = False, dim: bool = False) -> str:
+    if not color_enabled():
+        return text
+    codes = []
+    if bold:
+        codes.append("1")
+    if dim:
+        codes.append("2")
+    palette = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36"}
+    if color:
+        codes.append(palette[color])
+    return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if codes else text
+
+
+def out(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def err(line: str = "") -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def print_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def print_error(error: SwampError, as_json: bool) -> None:
+    if as_json:
+        print_json({"error": error.to_dict()})
+        return
+    err(style("Error: ", "red", bold=True) + error.message)
+    for key in ("problems", "errors"):
+        items = error.details.get(key)
+        if isinstance(items, list) and len(items) > 1:
+            for item in items:
+                text = (
+                    f"{item.get('pointer') or '/'}: {item.get('message')}" if isinstance(item, dict) else item
+                )
+                err(f"  - {text}")
+    err(style(f"  ({error.code})", dim=True))

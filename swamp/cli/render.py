@@ -1,0 +1,119 @@
+"""Log-mode renderers: readable lines for people, with the exact follow-up commands to type."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .output import out, style
+
+ICONS = {
+    "pending": "○",
+    "running": "◐",
+    "waiting_approval": "⏸",
+    "waiting": "⏳",
+    "succeeded": "✓",
+    "failed": "✗",
+    "skipped": "⊘",
+    "cancelled": "✖",
+    "suspended": "⏸",
+}
+COLORS = {"succeeded": "green", "failed": "red", "skipped": "yellow", "cancelled": "red", "suspended": "cyan"}
+
+
+def duration(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    if ms < 1000:
+        return f"{ms}ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f}s"
+    return f"{ms // 60_000}m{(ms % 60_000) // 1000}s"
+
+
+def status_text(status: str) -> str:
+    return style(f"{ICONS.get(status, '?')} {status}", COLORS.get(status))
+
+
+class RunProgress:
+    """Prints engine events as they come: one line per step start, end, failure or skip."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        job = event.get("job", "")
+        step = event.get("step", "")
+        line: str | None = None
+        if kind == "run_started":
+            line = (
+                f"Starting workflow {style(str(event.get('workflow')), bold=True)} (run {event.get('runId')})"
+            )
+        elif kind == "job_started":
+            line = f"{style(job, 'blue')} │ start"
+        elif kind == "job_skipped":
+            line = f"{style(job, 'blue')} │ {style('skipped', 'yellow')} (dependency)"
+        elif kind == "job_completed":
+            status = event.get("status", "")
+            line = (
+                f"{style(job, 'blue')} │ {status_text(status)} {duration(event.get('durationMs'))}".rstrip()
+            )
+        elif kind == "step_started":
+            line = f"{style(job, 'blue')} │ ▶ {step}"
+        elif kind == "step_output":
+            line = f"{style(job, 'blue')} │   {style(str(event.get('line')), dim=True)}"
+        elif kind == "step_succeeded":
+            took = duration(event.get("durationMs"))
+            line = f"{style(job, 'blue')} │ {style('✓', 'green')} {step} {took}".rstrip()
+        elif kind == "step_failed":
+            allowed = " (failure allowed)" if event.get("allowedFailure") else ""
+            line = f"{style(job, 'blue')} │ {style('✗', 'red')} {step}{allowed}: {event.get('error')}"
+        elif kind == "step_skipped":
+            reason = event.get("reason")
+            detail = f" · guard: {event.get('guard')}" if reason == "guarded" else ""
+            line = f"{style(job, 'blue')} │ {style('⊘', 'yellow')} {step} skipped ({reason}){detail}"
+        if line is not None:
+            with self._lock:
+                out(line)
+
+
+def run_outcome(doc: dict[str, Any]) -> None:
+    status = doc["status"]
+    name = doc["workflowName"]
+    took = duration(doc.get("durationMs"))
+    out()
+    if status == "succeeded":
+        out(f"{status_text(status)}: workflow {name} in {took} (run {doc['id']})")
+    elif status == "failed":
+        out(f"{status_text(status)}: workflow {name} in {took} (run {doc['id']})")
+        if doc.get("failedStep"):
+            out(f"  {doc['failedStep']}: {doc.get('failureReason')}")
+        out(f"  Details: swamp workflow history get {doc['id']}")
+    else:
+        out(f"{status_text(status)}: workflow {name} (run {doc['id']})")
+    out(style(f"Saved to {doc.get('path')}", dim=True))
+
+
+def run_tree(doc: dict[str, Any]) -> None:
+    took = duration(doc.get("durationMs"))
+    out(f"Workflow: {style(doc['workflowName'], bold=True)} (run {doc['id']})")
+    if doc.get("inputs"):
+        out(f"  inputs: {doc['inputs']}")
+    for job in doc.get("jobs", []):
+        out(f"  {ICONS.get(job['status'], '?')} {job['name']} {duration(job.get('durationMs'))}".rstrip())
+        for step in job.get("steps", []):
+            icon = "⚠" if step.get("allowedFailure") else ICONS.get(step["status"], "?")
+            extra = f" ({step['reason']})" if step.get("reason") and step["status"] == "skipped" else ""
+            out(f"    {icon} {step['name']} {duration(step.get('durationMs'))}{extra}".rstrip())
+            if step.get("error"):
+                out(f"      -> {step['error']}")
+    out(f"Result: {status_text(doc['status'])} {took}".rstrip())
+    out(style(f"Saved to: {doc.get('path')}", dim=True))
+
+
+def table(rows: list[list[str]], headers: list[str]) -> None:
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=False)]
+    out("  ".join(style(h.ljust(w), bold=True) for h, w in zip(headers, widths, strict=False)).rstrip())
+    for row in rows:
+        out("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)).rstrip())

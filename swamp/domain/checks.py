@@ -1,0 +1,137 @@
+"""The checks `swamp workflow validate` lists, also run before every run starts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .definition import Workflow
+from .errors import ExpressionError, InputInvalid, WorkflowInvalid
+from .expressions import ExpressionEngine, expressions_in
+from .graph import Node, duplicate_names, find_cycle
+from .inputs import InputValidationService
+
+RUNTIME_NAMES = re.compile(r"\b(steps|self|run|env)\b")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    passed: bool
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "passed": self.passed}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def expression_sites(workflow: Workflow) -> Iterator[tuple[str, str]]:
+    """(where, source) for every `${{ }}` in the workflow definition."""
+    data = workflow.model_dump(by_alias=True, exclude_none=True)
+    yield from _walk(data, "")
+
+
+def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        for source in expressions_in(value):
+            yield path, source
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key == "schema":  # a wait's payload schema is data, not a template
+                continue
+            yield from _walk(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _walk(item, f"{path}[{i}]")
+
+
+def run_checks(
+    workflow: Workflow, expressions: ExpressionEngine, validation: InputValidationService
+) -> list[Check]:
+    checks: list[Check] = []
+
+    def add(name: str, problems: list[str]) -> None:
+        checks.append(Check(name, not problems, "; ".join(problems) or None))
+
+    add("Schema validation", [])
+    add(
+        "Unique job names",
+        [
+            f"Duplicate job names: {', '.join(d)}"
+            for d in [duplicate_names(j.name for j in workflow.jobs)]
+            if d
+        ],
+    )
+    job_names = {j.name for j in workflow.jobs}
+    for job in workflow.jobs:
+        dups = duplicate_names(s.name for s in job.steps)
+        add(
+            f"Unique step names in job '{job.name}'",
+            [f"Duplicate step names: {', '.join(dups)}"] if dups else [],
+        )
+    bad_jobs = [f"{j.name} -> {d.job}" for j in workflow.jobs for d in j.dependsOn if d.job not in job_names]
+    add(
+        "Valid job dependency references",
+        [f"Invalid job references: {', '.join(bad_jobs)}"] if bad_jobs else [],
+    )
+    for job in workflow.jobs:
+        names = {s.name for s in job.steps}
+        bad = [f"{s.name} -> {d.step}" for s in job.steps for d in s.dependsOn if d.step not in names]
+        add(
+            f"Valid step dependency references in job '{job.name}'",
+            [f"Invalid step references: {', '.join(bad)}"] if bad else [],
+        )
+    cycle = find_cycle([Node(j.name, j.weight, tuple(d.job for d in j.dependsOn)) for j in workflow.jobs])
+    add("No cyclic job dependencies", [f"Cyclic dependency detected: {' -> '.join(cycle)}"] if cycle else [])
+    for job in workflow.jobs:
+        cycle = find_cycle([Node(s.name, s.weight, tuple(d.step for d in s.dependsOn)) for s in job.steps])
+        add(
+            f"No cyclic step dependencies in job '{job.name}'",
+            [f"Cyclic dependency detected: {' -> '.join(cycle)}"] if cycle else [],
+        )
+    if workflow.inputs is not None:
+        add("Inputs schema", [f"inputs{p}" for p in validation.schema_problems(workflow.inputs)])
+    problems = []
+    for where, source in expression_sites(workflow):
+        try:
+            expressions.compile(source)
+        except ExpressionError as exc:
+            problems.append(f"{where}: ${{{{ {source} }}}}: {exc.message}")
+    add("Expressions compile", problems)
+    return checks
+
+
+def ensure_runnable(
+    workflow: Workflow, expressions: ExpressionEngine, validation: InputValidationService, source: str
+) -> None:
+    failed = [c for c in run_checks(workflow, expressions, validation) if not c.passed]
+    if failed:
+        problems = [f"{c.name}: {c.error}" for c in failed]
+        raise WorkflowInvalid(
+            f"{source} is invalid: {problems[0]}. See: swamp workflow validate {workflow.name}",
+            {"path": source, "problems": problems},
+        )
+
+
+def check_input_expressions(
+    workflow: Workflow, expressions: ExpressionEngine, inputs: dict[str, Any]
+) -> None:
+    """Evaluate every expression that reads only `inputs`, so a missing input stops the run early."""
+    from .expressions import Scope
+
+    scope = Scope({"inputs": inputs})
+    for where, source in expression_sites(workflow):
+        if "inputs" not in source or RUNTIME_NAMES.search(source):
+            continue
+        try:
+            expressions.evaluate(source, scope)
+        except ExpressionError as exc:
+            raise InputInvalid(
+                f"{where}: ${{{{ {source} }}}} cannot be evaluated with the given inputs: {exc.message}. "
+                "Pass the input with --input and run again",
+                {"where": where, "expression": source},
+            ) from None

@@ -1,0 +1,61 @@
+"""The trigger-condition algebra of `dependsOn` entries.
+
+Every leaf tests the status of the same referenced job or step (the entry names it); `and`, `or` and
+`not` combine leaves. `completed` means succeeded or failed: a skipped dependency is not completed.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+ConditionType = Literal["always", "succeeded", "failed", "completed", "skipped", "and", "or", "not"]
+LEAF_TYPES = ("always", "succeeded", "failed", "completed", "skipped")
+
+
+class Condition(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: ConditionType
+    conditions: tuple[Condition, ...] | None = None
+    condition: Condition | None = None
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> Condition:
+        if self.type in ("and", "or"):
+            if self.conditions is None or len(self.conditions) < 2:
+                raise ValueError(
+                    f"a condition of type '{self.type}' needs 'conditions' with at least two entries"
+                )
+            if self.condition is not None:
+                raise ValueError(f"a condition of type '{self.type}' takes 'conditions', not 'condition'")
+        elif self.type == "not":
+            if self.condition is None:
+                raise ValueError("a condition of type 'not' needs 'condition'")
+            if self.conditions is not None:
+                raise ValueError("a condition of type 'not' takes 'condition', not 'conditions'")
+        elif self.conditions is not None or self.condition is not None:
+            raise ValueError(f"a condition of type '{self.type}' takes no nested conditions")
+        return self
+
+
+def condition_holds(condition: Condition, status: str | None) -> bool:
+    """Whether `condition` holds for a dependency whose status is `status` (None: unknown)."""
+    kind = condition.type
+    if kind == "always":
+        return True
+    if kind == "succeeded":
+        return status == "succeeded"
+    if kind == "failed":
+        return status == "failed"
+    if kind == "completed":
+        return status in ("succeeded", "failed")
+    if kind == "skipped":
+        return status == "skipped"
+    if kind == "and":
+        return all(condition_holds(c, status) for c in condition.conditions or ())
+    if kind == "or":
+        return any(condition_holds(c, status) for c in condition.conditions or ())
+    assert condition.condition is not None
+    return not condition_holds(condition.condition, status)

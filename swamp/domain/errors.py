@@ -1,0 +1,101 @@
+"""Every refusal swamp makes, each with a stable snake_case code.
+
+The code is the contract (other programs branch on it); the message is for people and always says
+what to do next. Exit codes follow DESIGN.md: 3 for a refusal by a rule, 75 for a claim that could
+not be had in time, 2 for bad usage, 1 for anything unexpected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_REFUSED = 3
+EXIT_RETRY = 75
+
+
+class SwampError(Exception):
+    """A refusal with a stable code, a one-line message and optional details."""
+
+    code = "swamp_error"
+    exit_code = EXIT_REFUSED
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None, *, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+        if code is not None:
+            self.code = code
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+class RepoNotFound(SwampError):
+    code = "repo_not_found"
+
+
+class WorkflowNotFound(SwampError):
+    code = "workflow_not_found"
+
+
+class WorkflowInvalid(SwampError):
+    code = "workflow_invalid"
+
+
+class WorkflowExists(SwampError):
+    code = "workflow_exists"
+
+
+class InputInvalid(SwampError):
+    code = "input_invalid"
+
+
+class ExpressionError(SwampError):
+    code = "expression_error"
+
+
+class ModelNotFound(SwampError):
+    code = "model_not_found"
+
+
+class ModelInvalid(SwampError):
+    code = "model_invalid"
+
+
+class ModelExists(SwampError):
+    code = "model_exists"
+
+
+class RunNotFound(SwampError):
+    code = "run_not_found"
+
+
+class RunAmbiguous(SwampError):
+    code = "run_ambiguous"
+
+
+class RunUnreadable(SwampError):
+    """A run record this version cannot read (unknown formatVersion, status or wait kind)."""
+
+    code = "run_unreadable"
+
+
+class InvalidRequest(SwampError):
+    code = "invalid_request"
+    exit_code = EXIT_USAGE
+
+
+class UsageError(SwampError):
+    code = "usage_error"
+    exit_code = EXIT_USAGE
+
+
+class InternalError(SwampError):
+    code = "internal_error"
+    exit_code = EXIT_FAILED

@@ -1,0 +1,159 @@
+"""InputValidationService: one JSON Schema dialect (Draft 2020-12) for workflow inputs and payloads.
+
+A schema may only reference itself (`$ref: "#/..."`); remote references are refused when the schema
+is checked and never fetched. Validators are compiled once per schema text.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InputInvalid
+
+
+@dataclass(frozen=True)
+class SchemaProblem:
+    pointer: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"pointer": self.pointer, "message": self.message}
+
+    def __str__(self) -> str:
+        return f"{self.pointer or '/'}: {self.message}"
+
+
+def _pointer(path: Any) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def _refs(schema: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "$ref" and isinstance(value, str):
+                yield path + "/$ref", value
+            else:
+                yield from _refs(value, f"{path}/{key}")
+    elif isinstance(schema, list):
+        for i, value in enumerate(schema):
+            yield from _refs(value, f"{path}/{i}")
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+class InputValidationService:
+    def __init__(self) -> None:
+        self._validators: dict[str, Any] = {}
+
+    def schema_problems(self, schema: Any) -> list[str]:
+        """Why `schema` is not an acceptable JSON Schema (empty when it is)."""
+        if not isinstance(schema, (dict, bool)):
+            return ["a schema must be a mapping (a JSON Schema object)"]
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        problems = [
+            f"{where}: only local references ('#/...') are allowed, got '{ref}'"
+            for where, ref in _refs(schema)
+            if not ref.startswith("#")
+        ]
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            problems.append(f"{_pointer(exc.absolute_path) or '/'}: {exc.message}")
+        return problems
+
+    def _validator(self, schema: Any) -> Any:
+        key = json.dumps(schema, sort_keys=True)
+        validator = self._validators.get(key)
+        if validator is None:
+            from jsonschema import Draft202012Validator
+            from referencing import Registry
+
+            validator = Draft202012Validator(
+                schema,
+                registry=Registry(retrieve=_refuse_retrieval),  # type: ignore[call-arg]
+            )
+            self._validators[key] = validator
+        return validator
+
+    def problems(self, value: Any, schema: Any) -> list[SchemaProblem]:
+        """Every way `value` fails `schema`, each with its JSON pointer, in document order."""
+        errors = sorted(
+            self._validator(schema).iter_errors(value), key=lambda e: (list(map(str, e.path)), e.message)
+        )
+        return [SchemaProblem(_pointer(e.absolute_path), e.message) for e in errors]
+
+    # -- workflow inputs ------------------------------------------------------------------------
+
+    @staticmethod
+    def coerce(values: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+        """Strings given on a command line become the declared top-level types."""
+        props = schema.get("properties") or {}
+        out = dict(values)
+        for key, value in values.items():
+            declared = props.get(key, {}).get("type") if isinstance(props.get(key), dict) else None
+            if not isinstance(value, str) or declared in (None, "string"):
+                continue
+            out[key] = _coerce_one(value, declared)
+        return out
+
+    @staticmethod
+    def apply_defaults(values: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+        out = dict(values)
+        for key, prop in (schema.get("properties") or {}).items():
+            if key not in out and isinstance(prop, dict) and "default" in prop:
+                out[key] = copy.deepcopy(prop["default"])
+        return out
+
+    def prepare_inputs(self, values: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
+        """Coerce, apply defaults and validate. Raises InputInvalid listing every problem."""
+        if schema is None:
+            return dict(values)
+        prepared = self.apply_defaults(self.coerce(values, schema), schema)
+        problems = self.problems(prepared, schema)
+        if problems:
+            listed = "; ".join(str(p) for p in problems)
+            raise InputInvalid(
+                f"Input validation failed: {listed}. Fix the --input values and run again.",
+                {"errors": [p.to_dict() for p in problems]},
+            )
+        return prepared
+
+
+def _coerce_one(value: str, declared: Any) -> Any:
+    types = declared if isinstance(declared, list) else [declared]
+    for kind in types:
+        if kind in ("integer", "number"):
+            try:
+                number = float(value)
+            except ValueError:
+                continue
+            if kind == "integer" and number.is_integer():
+                return int(number)
+            if kind == "number":
+                return (
+                    int(number)
+                    if number.is_integer() and "." not in value and "e" not in value.lower()
+                    else number
+                )
+        elif kind == "boolean" and value in ("true", "false"):
+            return value == "true"
+        elif kind in ("array", "object"):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(parsed, list if kind == "array" else dict):
+                return parsed
+        elif kind == "null" and value == "null":
+            return None
+    return value

@@ -1,0 +1,311 @@
+"""The run aggregate: WorkflowRun (the root), JobRun and StepRun, with every transition.
+
+A run record is read back exactly as written. Statuses are closed sets: a record carrying a
+status this version does not know is refused (RunUnreadable) and never rewritten, so an older
+reader can never mistake a newer kind of wait for something it understands.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import RunUnreadable
+
+FORMAT_VERSION = 1
+
+RunStatus = Literal["pending", "running", "suspended", "succeeded", "failed", "cancelled"]
+JobStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
+StepStatus = Literal["pending", "running", "waiting_approval", "waiting", "succeeded", "failed", "skipped"]
+
+TERMINAL_STEP = frozenset({"succeeded", "failed", "skipped"})
+TERMINAL_JOB = frozenset({"succeeded", "failed", "skipped"})
+TERMINAL_RUN = frozenset({"succeeded", "failed", "cancelled"})
+WAITING_STEP = frozenset({"waiting", "waiting_approval"})
+
+
+def iso(moment: dt.datetime) -> str:
+    """UTC timestamp with milliseconds, as every record field is written."""
+    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_iso(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(dt.UTC)
+
+
+def _duration_ms(started: str | None, completed: str | None) -> int | None:
+    if not started or not completed:
+        return None
+    return max(0, round((parse_iso(completed) - parse_iso(started)).total_seconds() * 1000))
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class StepRun(_Record):
+    name: str
+    status: StepStatus = "pending"
+    forEachTemplate: str | None = None
+    forEachItem: dict[str, Any] | None = None
+    startedAt: str | None = None
+    completedAt: str | None = None
+    durationMs: int | None = None
+    error: str | None = None
+    reason: str | None = None
+    allowedFailure: bool = False
+    outputs: Any = None
+
+    @property
+    def template(self) -> str:
+        return self.forEachTemplate or self.name
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STEP
+
+    def start(self, now: dt.datetime) -> None:
+        self.status = "running"
+        self.startedAt = iso(now)
+        self.completedAt = None
+        self.durationMs = None
+
+    def succeed(self, now: dt.datetime, outputs: Any = None) -> None:
+        self.status = "succeeded"
+        self.outputs = outputs
+        self._finish(now)
+
+    def fail(self, now: dt.datetime, error: str, *, reason: str | None = None, allowed: bool = False) -> None:
+        self.status = "failed"
+        self.error = error
+        self.reason = reason
+        self.allowedFailure = allowed
+        self._finish(now)
+
+    def skip(self, now: dt.datetime, reason: str) -> None:
+        self.status = "skipped"
+        self.reason = reason
+        self._finish(now)
+
+    def reset(self) -> None:
+        """Back to pending for a retry: every trace of the earlier attempt goes."""
+        keep = {"name": self.name, "forEachTemplate": self.forEachTemplate, "forEachItem": self.forEachItem}
+        for field, info in type(self).model_fields.items():
+            setattr(self, field, keep.get(field, info.get_default(call_default_factory=True)))
+
+    def _finish(self, now: dt.datetime) -> None:
+        self.completedAt = iso(now)
+        self.durationMs = _duration_ms(self.startedAt, self.completedAt)
+
+
+class JobRun(_Record):
+    name: str
+    status: JobStatus = "pending"
+    startedAt: str | None = None
+    completedAt: str | None = None
+    durationMs: int | None = None
+    expandedTemplates: list[str] = Field(default_factory=list)
+    steps: list[StepRun] = Field(default_factory=list)
+
+    def step(self, name: str) -> StepRun | None:
+        for step in self.steps:
+            if step.name == name:
+                return step
+        return None
+
+    def start(self, now: dt.datetime) -> None:
+        if self.status != "running":
+            self.status = "running"
+            self.startedAt = self.startedAt or iso(now)
+
+    def succeed(self, now: dt.datetime) -> None:
+        self.status = "succeeded"
+        self._finish(now)
+
+    def fail(self, now: dt.datetime) -> None:
+        self.status = "failed"
+        self._finish(now)
+
+    def skip(self, now: dt.datetime, reason: str = "dependency") -> None:
+        self.status = "skipped"
+        self._finish(now)
+        for step in self.steps:
+            if step.status == "pending":
+                step.skip(now, reason)
+
+    def reset(self) -> None:
+        self.status = "pending"
+        self.startedAt = self.completedAt = None
+        self.durationMs = None
+
+    def replace_template(self, template: str, expansions: list[StepRun]) -> None:
+        """Swap a forEach template's step for its expansions, in place (none: it disappears)."""
+        index = next(
+            (i for i, s in enumerate(self.steps) if s.name == template and s.forEachTemplate is None), None
+        )
+        existing = {s.name for s in self.steps}
+        fresh = [e for e in expansions if e.name not in existing]
+        if index is None:
+            self.steps.extend(fresh)
+        else:
+            self.steps[index : index + 1] = fresh
+        if template not in self.expandedTemplates:
+            self.expandedTemplates.append(template)
+
+    def template_status(self, template: str) -> str | None:
+        """The status a dependency on a forEach template sees: the expansions' combined status."""
+        expansions = [s for s in self.steps if s.forEachTemplate == template]
+        if not expansions:
+            return "skipped" if template in self.expandedTemplates else None
+        statuses = {s.status for s in expansions}
+        if "failed" in statuses:
+            return "failed"
+        if statuses <= {"skipped"}:
+            return "skipped"
+        if statuses <= {"succeeded", "skipped"}:
+            return "succeeded"
+        return "running"
+
+    def dependency_status(self, name: str) -> str | None:
+        step = self.step(name)
+        if step is not None and step.forEachTemplate is None and name not in self.expandedTemplates:
+            return step.status
+        return self.template_status(name)
+
+    def _finish(self, now: dt.datetime) -> None:
+        self.completedAt = iso(now)
+        self.durationMs = _duration_ms(self.startedAt, self.completedAt)
+
+
+class WorkflowRun(_Record):
+    formatVersion: int = FORMAT_VERSION
+    id: str
+    workflowId: str
+    workflowName: str
+    status: RunStatus = "pending"
+    createdAt: str
+    startedAt: str | None = None
+    completedAt: str | None = None
+    durationMs: int | None = None
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    resumeInputs: list[str] = Field(default_factory=list)
+    tags: dict[str, str] = Field(default_factory=dict)
+    initiatedBy: str | None = None
+    failedStep: str | None = None
+    failureReason: str | None = None
+    stepProgress: dict[str, int] = Field(default_factory=dict)
+    jobs: list[JobRun] = Field(default_factory=list)
+
+    # -- construction and reading -----------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        run_id: str,
+        workflow_id: str,
+        workflow_name: str,
+        jobs: list[tuple[str, list[str]]],
+        inputs: dict[str, Any],
+        tags: dict[str, str],
+        initiated_by: str | None,
+        now: dt.datetime,
+    ) -> WorkflowRun:
+        return cls(
+            id=run_id,
+            workflowId=workflow_id,
+            workflowName=workflow_name,
+            createdAt=iso(now),
+            inputs=inputs,
+            tags=tags,
+            initiatedBy=initiated_by,
+            jobs=[JobRun(name=j, steps=[StepRun(name=s) for s in steps]) for j, steps in jobs],
+        )
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "run record") -> WorkflowRun:
+        if not isinstance(data, dict):
+            raise RunUnreadable(f"{source} is not a run record (expected a JSON object)", {"path": source})
+        version = data.get("formatVersion")
+        if version != FORMAT_VERSION:
+            raise RunUnreadable(
+                f"{source} has formatVersion {version!r}, which this swamp ({FORMAT_VERSION}) cannot read; "
+                "upgrade swamp to work with this run",
+                {"path": source, "formatVersion": version},
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise RunUnreadable(
+                f"{source} cannot be read by this swamp ({where}: {first['msg']}); "
+                "it may come from a newer version — upgrade swamp, the record is left as it is",
+                {
+                    "path": source,
+                    "problems": [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()],
+                },
+            ) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        self._derive()
+        return self.model_dump(mode="json", exclude_none=True)
+
+    # -- lookups ----------------------------------------------------------------------------
+
+    def job(self, name: str) -> JobRun:
+        for job in self.jobs:
+            if job.name == name:
+                return job
+        raise KeyError(name)
+
+    def steps(self) -> list[tuple[JobRun, StepRun]]:
+        return [(job, step) for job in self.jobs for step in job.steps]
+
+    def waiting_steps(self) -> list[tuple[JobRun, StepRun]]:
+        return [(j, s) for j, s in self.steps() if s.status in WAITING_STEP]
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_RUN
+
+    # -- transitions --------------------------------------------------------------------------
+
+    def start(self, now: dt.datetime) -> None:
+        self.status = "running"
+        self.startedAt = self.startedAt or iso(now)
+        self.completedAt = None
+        self.durationMs = None
+
+    def suspend(self) -> None:
+        self.status = "suspended"
+
+    def complete(self, now: dt.datetime) -> None:
+        """succeeded iff every job succeeded or was skipped; otherwise failed."""
+        if self.status == "cancelled":
+            return
+        ok = all(job.status in ("succeeded", "skipped") for job in self.jobs)
+        self.status = "succeeded" if ok else "failed"
+        self._finish(now)
+
+    def fail(self, now: dt.datetime) -> None:
+        self.status = "failed"
+        self._finish(now)
+
+    def _finish(self, now: dt.datetime) -> None:
+        self.completedAt = iso(now)
+        self.durationMs = _duration_ms(self.startedAt, self.completedAt)
+
+    def _derive(self) -> None:
+        failed = next(
+            ((j, s) for j, s in self.steps() if s.status == "failed" and not s.allowedFailure), None
+        )
+        self.failedStep = f"{failed[0].name}.{failed[1].name}" if failed else None
+        self.failureReason = failed[1].error if failed else None
+        all_steps = [s for _, s in self.steps()]
+        self.stepProgress = {
+            "completed": sum(1 for s in all_steps if s.is_terminal),
+            "total": len(all_steps),
+        }

@@ -1,0 +1,303 @@
+"""Executes a WorkflowRun: job levels, step levels, guards, forEach, failures and suspension.
+
+Jobs and steps run in topological levels with a barrier between levels; the members of a level
+run concurrently up to the concurrency cap. Every change to the run happens under one lock, and the
+record is saved at the start, after every level and at the end. A step that starts waiting (a gate
+or a signal wait) lets its siblings finish; then no new level starts and the run is saved
+`suspended`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, TypeVar
+
+from ..domain.conditions import condition_holds
+from ..domain.definition import Job, Step, Workflow
+from ..domain.errors import ExpressionError
+from ..domain.expressions import Scope, is_truthy, whole_expression
+from ..domain.graph import Node, topological_levels
+from ..domain.run import JobRun, StepRun, WorkflowRun, iso
+from . import foreach
+from .ports import EngineServices
+from .tasks import dispatch
+from .tasks.base import Failed, Outcome, StepExecution, Succeeded, Suspended
+
+T = TypeVar("T")
+MAX_THREADS = 32
+
+
+def resolve_cap(local: int | None, host: int | None) -> int | None:
+    values = [v for v in (local, host) if v is not None and v > 0]
+    return min(values) if values else None
+
+
+class WorkflowExecutor:
+    def __init__(self, workflow: Workflow, run: WorkflowRun, services: EngineServices):
+        self.workflow = workflow
+        self.run = run
+        self.services = services
+        self.lock = threading.RLock()
+        self.suspending = threading.Event()
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _now(self) -> str:
+        return iso(self.services.clock.now())
+
+    def _emit(self, kind: str, **fields: Any) -> None:
+        self.services.emit({"event": kind, "at": self._now(), **fields})
+
+    def _save(self) -> None:
+        with self.lock:
+            self.services.save(self.run)
+
+    def _parallel(self, items: Sequence[T], cap: int | None, work: Callable[[T], None]) -> None:
+        if len(items) == 1 or cap == 1:
+            for item in items:
+                work(item)
+            return
+        workers = min(len(items), cap or MAX_THREADS, MAX_THREADS)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for future in [pool.submit(work, item) for item in items]:
+                future.result()
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def execute(self) -> WorkflowRun:
+        with self.lock:
+            self.run.start(self.services.clock.now())
+        self._save()
+        self._emit("run_started", runId=self.run.id, workflow=self.run.workflowName)
+        nodes = [Node(j.name, j.weight, tuple(d.job for d in j.dependsOn)) for j in self.workflow.jobs]
+        cap = resolve_cap(self.workflow.concurrency, self.services.max_concurrency)
+        for level in topological_levels(nodes):
+            jobs = [self.workflow.job(n.name) for n in level]
+            self._parallel(jobs, cap, self._run_job)
+            self._save()
+            if self.suspending.is_set() or self.run.waiting_steps():
+                return self._suspend()
+        with self.lock:
+            self.run.complete(self.services.clock.now())
+        self._save()
+        self._emit("run_completed", runId=self.run.id, status=self.run.status)
+        return self.run
+
+    def _suspend(self) -> WorkflowRun:
+        with self.lock:
+            self.run.suspend()
+        self._save()
+        waiting = [{"job": j.name, "step": s.name, "status": s.status} for j, s in self.run.waiting_steps()]
+        self._emit("run_suspended", runId=self.run.id, waiting=waiting)
+        return self.run
+
+    # -- jobs ----------------------------------------------------------------------------------
+
+    def _run_job(self, job: Job) -> None:
+        job_run = self.run.job(job.name)
+        if job_run.status in ("succeeded", "failed", "skipped"):
+            return
+        with self.lock:
+            unmet = [
+                d.job for d in job.dependsOn if not condition_holds(d.condition, self.run.job(d.job).status)
+            ]
+            if unmet:
+                job_run.skip(self.services.clock.now())
+        if unmet:
+            self._emit("job_skipped", job=job.name, reason="dependency", dependsOn=unmet)
+            return
+        with self.lock:
+            job_run.start(self.services.clock.now())
+        self._emit("job_started", job=job.name)
+        if not self._expand_templates(job, job_run):
+            self._finish_job(job_run, failed=True)
+            return
+        failed = any(s.status == "failed" and not s.allowedFailure for s in job_run.steps)
+        for level in self._step_levels(job, job_run):
+            if failed or self.suspending.is_set():
+                break
+            scope = self._scope(job_run)
+            cap = resolve_cap(self._level_cap(job, level), self.services.max_concurrency)
+            self._parallel(level, cap, partial(self._run_step, job, job_run, scope=scope))
+            self._save()
+            with self.lock:
+                failed = any(s.status == "failed" and not s.allowedFailure for s in job_run.steps)
+            if any(s.status in ("waiting", "waiting_approval") for s in job_run.steps):
+                self.suspending.set()
+        with self.lock:
+            waiting = any(s.status in ("waiting", "waiting_approval") for s in job_run.steps)
+            unfinished = any(s.status == "pending" for s in job_run.steps)
+        if waiting or (self.suspending.is_set() and unfinished and not failed):
+            return  # the job goes on when the run is resumed
+        self._finish_job(job_run, failed=failed)
+
+    def _finish_job(self, job_run: JobRun, *, failed: bool) -> None:
+        with self.lock:
+            if failed:
+                job_run.fail(self.services.clock.now())
+            else:
+                job_run.succeed(self.services.clock.now())
+        self._emit("job_completed", job=job_run.name, status=job_run.status, durationMs=job_run.durationMs)
+
+    def _expand_templates(self, job: Job, job_run: JobRun) -> bool:
+        """Replace each forEach template by its expansions; False if an expansion failed."""
+        ok = True
+        for step in job.steps:
+            if step.forEach is None or step.name in job_run.expandedTemplates:
+                continue
+            template_run = job_run.step(step.name)
+            if template_run is None or template_run.status != "pending":
+                continue
+            try:
+                expansions = foreach.expand(step, self.services.expressions, self._scope(job_run))
+            except ExpressionError as exc:
+                with self.lock:
+                    template_run.fail(
+                        self.services.clock.now(), f"forEach.in of step '{step.name}': {exc.message}"
+                    )
+                self._emit("step_failed", job=job.name, step=step.name, error=template_run.error)
+                ok = False
+                continue
+            with self.lock:
+                job_run.replace_template(step.name, expansions)
+        return ok
+
+    def _step_levels(self, job: Job, job_run: JobRun) -> list[list[StepRun]]:
+        by_template: dict[str, list[str]] = {}
+        for s in job_run.steps:
+            by_template.setdefault(s.template, []).append(s.name)
+        nodes = []
+        for step_run in job_run.steps:
+            definition = _step_def(job, step_run.template)
+            deps: list[str] = []
+            for dep in definition.dependsOn:
+                deps.extend(by_template.get(dep.step, [dep.step]))
+            nodes.append(Node(step_run.name, definition.weight, tuple(deps)))
+        runs = {s.name: s for s in job_run.steps}
+        return [[runs[n.name] for n in level] for level in topological_levels(nodes)]
+
+    def _level_cap(self, job: Job, level: list[StepRun]) -> int | None:
+        step_caps = [
+            c for c in (_step_def(job, s.template).concurrency for s in level) if c is not None and c > 0
+        ]
+        if step_caps:
+            return min(step_caps)
+        if job.concurrency is not None:
+            return job.concurrency
+        return self.workflow.concurrency
+
+    def _scope(self, job_run: JobRun) -> Scope:
+        with self.lock:
+            steps: dict[str, Any] = {}
+            for other in self.run.jobs:
+                if other is not job_run:
+                    steps.update(_step_views(other))
+            steps.update(_step_views(job_run))
+            return Scope(
+                {
+                    "inputs": self.run.inputs,
+                    "run": {
+                        "id": self.run.id,
+                        "workflowId": self.run.workflowId,
+                        "workflowName": self.run.workflowName,
+                        "startedAt": self.run.startedAt,
+                        "tags": self.run.tags,
+                    },
+                    "env": self.services.env,
+                    "steps": steps,
+                    "self": {},
+                }
+            )
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _run_step(self, job: Job, job_run: JobRun, step_run: StepRun, *, scope: Scope) -> None:
+        if step_run.status != "pending" and step_run.status != "running":
+            return
+        step = _step_def(job, step_run.template)
+        now = self.services.clock.now
+        with self.lock:
+            unmet = [
+                d.step
+                for d in step.dependsOn
+                if not condition_holds(d.condition, job_run.dependency_status(d.step))
+            ]
+            if unmet:
+                step_run.skip(now(), "dependency")
+        if unmet:
+            self._emit("step_skipped", job=job.name, step=step_run.name, reason="dependency", dependsOn=unmet)
+            return
+        if step_run.forEachItem:
+            scope = scope.with_self(step_run.forEachItem)
+        if step.guard is not None:
+            source = whole_expression(step.guard)
+            assert source is not None
+            try:
+                guarded = is_truthy(self.services.expressions.evaluate(source, scope))
+            except ExpressionError as exc:
+                with self.lock:
+                    step_run.start(now())
+                    step_run.fail(now(), f"Guard expression failed: {exc.message}", reason="guard_error")
+                self._emit(
+                    "step_failed",
+                    job=job.name,
+                    step=step_run.name,
+                    error=step_run.error,
+                    allowedFailure=False,
+                )
+                return
+            if guarded:
+                with self.lock:
+                    step_run.skip(now(), "guarded")
+                self._emit(
+                    "step_skipped", job=job.name, step=step_run.name, reason="guarded", guard=step.guard
+                )
+                return
+        with self.lock:
+            step_run.start(now())
+        self._emit("step_started", job=job.name, step=step_run.name, task=step.task.type)
+        execution = StepExecution(self.run, job_run, step_run, step, scope, self.services)
+        outcome = dispatch(step.task, execution, self.lock)
+        self._apply(job, step, step_run, outcome)
+
+    def _apply(self, job: Job, step: Step, step_run: StepRun, outcome: Outcome) -> None:
+        now = self.services.clock.now()
+        if isinstance(outcome, Succeeded):
+            with self.lock:
+                step_run.succeed(now, outcome.outputs)
+            self._emit("step_succeeded", job=job.name, step=step_run.name, durationMs=step_run.durationMs)
+        elif isinstance(outcome, Failed):
+            allowed = step.allowFailure and outcome.allowable
+            with self.lock:
+                step_run.fail(now, outcome.error, reason=outcome.reason, allowed=allowed)
+                if outcome.outputs is not None:
+                    step_run.outputs = outcome.outputs
+            self._emit(
+                "step_failed",
+                job=job.name,
+                step=step_run.name,
+                error=outcome.error,
+                reason=outcome.reason,
+                allowedFailure=allowed,
+                durationMs=step_run.durationMs,
+            )
+        elif isinstance(outcome, Suspended):
+            self.suspending.set()
+            self._emit("step_waiting", job=job.name, step=step_run.name, **outcome.details)
+
+
+def _step_def(job: Job, name: str) -> Step:
+    for step in job.steps:
+        if step.name == name:
+            return step
+    raise KeyError(f"step '{name}' of job '{job.name}' is not in the workflow")
+
+
+def _step_views(job_run: JobRun) -> dict[str, Any]:
+    return {
+        s.name: {"status": s.status, "outputs": s.outputs if s.outputs is not None else {}}
+        for s in job_run.steps
+    }

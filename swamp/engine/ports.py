@@ -1,0 +1,53 @@
+"""What the engine needs from the outside world, as interfaces the store and models implement."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..domain.expressions import ExpressionEngine
+from ..domain.inputs import InputValidationService
+from ..domain.run import WorkflowRun
+
+
+class MethodFailed(Exception):
+    """Raised by a model method to fail its step; `result` (if any) is kept as the step's outputs."""
+
+    def __init__(self, message: str, result: Any = None):
+        super().__init__(message)
+        self.result = result
+
+
+class Clock(Protocol):
+    def now(self) -> dt.datetime: ...
+
+
+class MethodRunner(Protocol):
+    def run_method(
+        self,
+        model: str,
+        method: str,
+        inputs: dict[str, Any],
+        *,
+        run: WorkflowRun,
+        step_name: str,
+        log: Callable[[str], None],
+    ) -> Any: ...
+
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class EngineServices:
+    save: Callable[[WorkflowRun], None]
+    clock: Clock
+    methods: MethodRunner
+    expressions: ExpressionEngine
+    validation: InputValidationService
+    env: dict[str, str]
+    user: str
+    emit: Emit = field(default=lambda event: None)
+    max_concurrency: int | None = None

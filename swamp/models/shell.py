@@ -1,0 +1,65 @@
+"""The builtin `command/shell` type: one method, `execute`, that runs a command with `sh -c`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from typing import Any
+
+from .types import Method, MethodContext, MethodFailed, ModelType
+
+ARGUMENTS = {
+    "type": "object",
+    "properties": {
+        "run": {"type": "string", "minLength": 1, "description": "the command, run with sh -c"},
+        "workingDir": {"type": "string", "description": "relative to the repository root"},
+        "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "milliseconds"},
+        "env": {"type": "object", "additionalProperties": {"type": "string"}},
+        "ignoreExitCode": {"type": "boolean", "default": False},
+    },
+    "required": ["run"],
+    "additionalProperties": False,
+}
+
+
+def execute(args: dict[str, Any], ctx: MethodContext) -> dict[str, Any]:
+    cwd = os.path.join(ctx.repo_dir, args.get("workingDir") or ".")
+    env = {**os.environ, **(args.get("env") or {})}
+    timeout_ms = args.get("timeout")
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            ["sh", "-c", args["run"]],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_ms / 1000 if timeout_ms else None,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise MethodFailed(f"Command timed out after {timeout_ms} ms") from None
+    except OSError as exc:
+        raise MethodFailed(f"Command could not start: {exc}") from None
+    result = {
+        "exitCode": done.returncode,
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+        "durationMs": round((time.monotonic() - started) * 1000),
+    }
+    for line in done.stdout.splitlines():
+        ctx.log(line)
+    if done.returncode != 0 and not args.get("ignoreExitCode"):
+        raise MethodFailed(f"Command exited with code {done.returncode}", result)
+    return result
+
+
+SHELL = ModelType(
+    type="command/shell",
+    version="2026.01.01.1",
+    description="Run a shell command",
+    methods={"execute": Method("execute", "Run `run` with sh -c and capture its output", ARGUMENTS, execute)},
+    source="builtin",
+)

@@ -1,0 +1,53 @@
+"""What a model type is: a named set of methods, each with a JSON-Schema `arguments` and `execute`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine.ports import MethodFailed
+
+__all__ = ["Method", "MethodContext", "MethodFailed", "ModelType"]
+
+
+@dataclass
+class MethodContext:
+    repo_dir: str
+    model_name: str
+    model_type: str
+    method_name: str
+    run_id: str
+    workflow_name: str
+    step_name: str
+    global_arguments: dict[str, Any]
+    log: Callable[[str], None] = field(default=lambda line: None)
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    description: str
+    arguments: dict[str, Any]
+    execute: Callable[[dict[str, Any], MethodContext], Any]
+
+
+@dataclass(frozen=True)
+class ModelType:
+    type: str
+    version: str
+    description: str
+    methods: dict[str, Method]
+    source: str  # "builtin" or the extension file's path
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "version": self.version,
+            "description": self.description,
+            "source": self.source,
+            "methods": {
+                name: {"description": m.description, "arguments": m.arguments}
+                for name, m in self.methods.items()
+            },
+        }

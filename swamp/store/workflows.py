@@ -1,0 +1,89 @@
+"""The workflow repository: workflows/workflow-<name>.yaml, looked up by name, then by id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..domain.definition import Workflow, parse_workflow
+from ..domain.errors import WorkflowExists, WorkflowInvalid, WorkflowNotFound
+from .files import write_atomic
+from .repo import RepoLayout
+from .yamlio import YamlError, load_yaml
+
+
+@dataclass(frozen=True)
+class LoadedWorkflow:
+    workflow: Workflow
+    path: Path
+    raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BrokenWorkflow:
+    path: Path
+    error: WorkflowInvalid
+
+
+class WorkflowRepository:
+    def __init__(self, layout: RepoLayout):
+        self.layout = layout
+
+    def _relative(self, path: Path) -> str:
+        return str(path.relative_to(self.layout.root))
+
+    def load_file(self, path: Path) -> LoadedWorkflow:
+        shown = self._relative(path)
+        try:
+            raw = load_yaml(path.read_text(encoding="utf-8"))
+        except (YamlError, UnicodeDecodeError) as exc:
+            raise WorkflowInvalid(
+                f"{shown} is not valid YAML: {exc}", {"path": shown, "problems": [str(exc)]}
+            ) from None
+        return LoadedWorkflow(parse_workflow(raw, shown), path, raw)
+
+    def files(self) -> list[Path]:
+        folder = self.layout.workflows_dir
+        if not folder.is_dir():
+            return []
+        return sorted(folder.glob("workflow-*.yaml")) + sorted(folder.glob("workflow-*.yml"))
+
+    def scan(self) -> tuple[list[LoadedWorkflow], list[BrokenWorkflow]]:
+        loaded: list[LoadedWorkflow] = []
+        broken: list[BrokenWorkflow] = []
+        for path in self.files():
+            try:
+                loaded.append(self.load_file(path))
+            except WorkflowInvalid as exc:
+                broken.append(BrokenWorkflow(path, exc))
+        return loaded, broken
+
+    def get(self, name_or_id: str) -> LoadedWorkflow:
+        direct = self.layout.workflow_file(name_or_id)
+        if "/" not in name_or_id and direct.is_file():
+            return self.load_file(direct)
+        loaded, broken = self.scan()
+        for item in loaded:
+            if item.workflow.name == name_or_id:
+                return item
+        for item in loaded:
+            if item.workflow.id == name_or_id:
+                return item
+        for bad in broken:
+            if bad.path.stem == f"workflow-{name_or_id}":
+                raise bad.error
+        known = ", ".join(sorted(i.workflow.name for i in loaded)) or "none"
+        raise WorkflowNotFound(
+            f"Workflow '{name_or_id}' not found (known: {known}). List them with: swamp workflow list",
+            {"workflow": name_or_id},
+        )
+
+    def create(self, name: str, text: str) -> Path:
+        path = self.layout.workflow_file(name)
+        if path.exists():
+            raise WorkflowExists(
+                f"Workflow '{name}' already exists at {self._relative(path)}", {"path": self._relative(path)}
+            )
+        write_atomic(path, text.encode("utf-8"))
+        return path
