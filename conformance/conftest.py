@@ -81,10 +81,14 @@ def resolve_impl(config: pytest.Config) -> list[str] | None:
     value = config.getoption("impl", default=None)
     if not value:
         return default_impl()
+    # Relative paths mean relative to where pytest was started, not to a scenario's repo dir:
+    # the program itself if it names a path, and any later word that names an existing file.
+    start = Path(config.invocation_params.dir)
     argv = shlex.split(value)
-    if argv and (os.sep in argv[0] or (os.altsep and os.altsep in argv[0])):
-        # a relative path means relative to where pytest was started, not to the scenario's repo dir
-        argv[0] = str((Path(config.invocation_params.dir) / argv[0]).absolute())
+    for i, word in enumerate(argv):
+        has_sep = os.sep in word or bool(os.altsep and os.altsep in word)
+        if has_sep and not os.path.isabs(word) and (i == 0 or (start / word).exists()):
+            argv[i] = str((start / word).absolute())
     return argv
 
 

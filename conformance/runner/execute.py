@@ -321,7 +321,7 @@ class ScenarioRun:
     ) -> None:
         out = [f"scenario {self.scenario.id!r} failed at {what}", f"  scenario file: {self.display_path}"]
         if result is not None:
-            extra = {k: v for k, v in result.env.items() if base_env(self.home, "").get(k) != v}
+            extra = {k: v for k, v in result.env.items() if base_env(self.home, DEFAULT_USER).get(k) != v}
             out += [
                 f"  command: {shlex.join(result.argv)}",
                 f"  cwd: {self.repo}",

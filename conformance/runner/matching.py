@@ -47,7 +47,7 @@ class Mismatch:
 
 def short(value: Any, limit: int = 200) -> str:
     """A one-line JSON rendering of ``value``, cut to ``limit`` characters."""
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
+    text = json.dumps(value, ensure_ascii=False, default=repr)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""A tiny implementation that behaves as the _selftest scenarios expect.
+
+CLI: `repo init .`; `workflow run NAME --json`; `workflow history get RUN --json`;
+`debug env` (prints environment, cwd, user and stdin as JSON); `debug sleep SECONDS`.
+JSON-lines (--jsonl): `workflow.history.get` with payload {run}; malformed lines get
+invalid_request with id null; every request is closed by done.
+"""
+
+import getpass
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+RUNS = Path(".swamp") / "workflow-runs"
+
+
+def find_run(run_id):
+    for path in sorted(RUNS.glob(f"*/{run_id}.json")):
+        return json.loads(path.read_text())
+    return None
+
+
+def not_found(run_id):
+    return {"code": "run_not_found", "message": f"no run {run_id}; list runs with `swamp workflow history`"}
+
+
+def cli(args):
+    if args == ["repo", "init", "."]:
+        Path(".swamp.yaml").write_text("version: 1\n")
+        RUNS.mkdir(parents=True, exist_ok=True)
+        print("Initialised a repository.")
+        return 0
+    if args[:2] == ["workflow", "run"] and len(args) == 4:
+        name = args[2]
+        run_id = f"run_{len(list(RUNS.glob('*/*.json'))) + 1:04d}"
+        record = {
+            "id": run_id,
+            "workflowName": name,
+            "status": "succeeded",
+            "startedBy": getpass.getuser(),
+            "startedAt": os.environ.get("SWAMP_NOW"),
+        }
+        (RUNS / name).mkdir(parents=True, exist_ok=True)
+        (RUNS / name / f"{run_id}.json").write_text(json.dumps(record))
+        print(json.dumps(record))
+        return 0
+    if args[:3] == ["workflow", "history", "get"] and len(args) == 5:
+        record = find_run(args[3])
+        print(json.dumps(record if record else {"error": not_found(args[3])}))
+        return 0 if record else 3
+    if args == ["debug", "env"]:
+        stdin = sys.stdin.read()
+        print(json.dumps({"env": dict(os.environ), "cwd": os.getcwd(), "user": getpass.getuser(), "stdin": stdin}))
+        return 0
+    if args[:2] == ["debug", "sleep"]:
+        time.sleep(float(args[2]))
+        return 0
+    print(f"usage: unknown command {args}", file=sys.stderr)
+    return 2
+
+
+def serve():
+    def send(frame):
+        print(json.dumps(frame), flush=True)
+
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+        except ValueError:
+            request = None
+        ident = request.get("id") if isinstance(request, dict) else None
+        if not isinstance(request, dict) or not isinstance(ident, str) or "type" not in request:
+            message = "each line must be a JSON object with a string type and id"
+            send({"type": "error", "id": ident if isinstance(ident, str) else None,
+                  "error": {"code": "invalid_request", "message": message}})
+        elif request["type"] == "workflow.history.get":
+            run_id = request.get("payload", {}).get("run")
+            record = find_run(run_id)
+            if record:
+                send({"type": request["type"], "id": ident, "payload": {"data": record}})
+            else:
+                send({"type": "error", "id": ident, "error": not_found(run_id)})
+        else:
+            send({"type": "error", "id": ident,
+                  "error": {"code": "invalid_request", "message": f"unknown request type {request['type']}"}})
+        send({"type": "done", "id": ident if isinstance(ident, str) else None})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve() if sys.argv[1:] == ["--jsonl"] else cli(sys.argv[1:]))
