@@ -248,8 +248,10 @@ class ScenarioRun:
             error = jsonschema.exceptions.best_match(
                 jsonschema.Draft202012Validator(self.frame_schema).iter_errors(frame)
             )
-        at = "/".join(str(p) for p in error.absolute_path) if error else ""
-        return f"{error.message if error else 'invalid'} (checked as $defs/{definition}{', at /' + at if at else ''})"
+        if error is None:  # pragma: no cover - is_valid() said it is invalid
+            return f"invalid (checked as $defs/{definition})"
+        at = "/".join(str(p) for p in error.absolute_path)
+        return f"{error.message} (checked as $defs/{definition}{', at /' + at if at else ''})"
 
     def _check_files(self, where: str, check: dict[str, Any]) -> list[str]:
         problems: list[str] = []
@@ -261,7 +263,8 @@ class ScenarioRun:
             label = f"{where} glob {pattern!r}"
             if "count" in check:
                 if match(check["count"], len(found), dict(self.captures)):
-                    problems.append(f"{label}: expected count {short(check['count'])}, got {len(found)}: {names}")
+                    wanted = short(check["count"])
+                    problems.append(f"{label}: expected count {wanted}, got {len(found)}: {names}")
             elif not found:
                 problems.append(f"{label}: expected at least one match, got none")
         else:
@@ -397,4 +400,3 @@ def _listing(repo: Path, limit: int = 60) -> str:
     if len(names) > limit:
         names = [*names[:limit], f"... ({len(names) - limit} more)"]
     return "\n".join(names)
-

@@ -80,7 +80,7 @@ def json_equal(a: Any, b: Any) -> bool:
     if json_type(a) != json_type(b):
         return False
     if isinstance(a, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     return a == b
@@ -144,7 +144,7 @@ def _check_matcher_arg(key: str, arg: Any, path: str) -> None:
         names = arg if isinstance(arg, list) else [arg]
         bad = [n for n in names if n not in TYPES]
         if bad or not names:
-            raise ScenarioError(f"{where} takes one of {', '.join(TYPES)} (or a list of them), got {short(arg)}")
+            raise ScenarioError(f"{where} takes one of {', '.join(TYPES)} or a list, got {short(arg)}")
     if key == "$regex":
         if not isinstance(arg, str):
             raise ScenarioError(f"{where} takes a string")
@@ -152,11 +152,10 @@ def _check_matcher_arg(key: str, arg: Any, path: str) -> None:
             _compile(arg, where)
     if key == "$capture" and not (isinstance(arg, str) and _IDENT.fullmatch(arg)):
         raise ScenarioError(f"{where} takes an identifier (letters, digits, _), got {short(arg)}")
-    if key == "$len":
-        if not (isinstance(arg, int) and not isinstance(arg, bool)):
-            if not is_matcher(arg):
-                raise ScenarioError(f"{where} takes an integer or a matcher")
-            check_expected(arg, f"{path}.length")
+    if key == "$len" and not (isinstance(arg, int) and not isinstance(arg, bool)):
+        if not is_matcher(arg):
+            raise ScenarioError(f"{where} takes an integer or a matcher")
+        check_expected(arg, f"{path}.length")
     if key == "$not":
         check_expected(arg, path)
     if key == "$contains":
@@ -193,7 +192,7 @@ def match(expected: Any, actual: Any, captures: dict[str, Any], path: str = "$")
                 )
             ]
         out: list[Mismatch] = []
-        for i, (exp, act) in enumerate(zip(expected, actual)):
+        for i, (exp, act) in enumerate(zip(expected, actual, strict=True)):
             out += match(exp, act, captures, f"{path}[{i}]")
         return out
     if json_equal(expected, actual):
@@ -221,18 +220,19 @@ def _match_dict(expected: dict[str, Any], actual: Any, captures: dict[str, Any],
     return out
 
 
-def _match_matcher(expected: dict[str, Any], actual: Any, captures: dict[str, Any], path: str) -> list[Mismatch]:
+def _match_matcher(
+    expected: dict[str, Any], actual: Any, captures: dict[str, Any], path: str
+) -> list[Mismatch]:
     check_expected(expected, path)
     out: list[Mismatch] = []
     for key, arg in expected.items():
         if key == "$type":
             names = arg if isinstance(arg, list) else [arg]
             if not any(_has_type(actual, n) for n in names):
-                out.append(Mismatch(path, f"expected type {' or '.join(names)}, got {json_type(actual)} {short(actual)}"))
+                got = f"{json_type(actual)} {short(actual)}"
+                out.append(Mismatch(path, f"expected type {' or '.join(names)}, got {got}"))
         elif key == "$regex":
-            if not isinstance(actual, str):
-                out.append(Mismatch(path, f"expected a string matching /{arg}/, got {short(actual)}"))
-            elif not _compile(arg, f"{path}: $regex").search(actual):
+            if not isinstance(actual, str) or not _compile(arg, f"{path}: $regex").search(actual):
                 out.append(Mismatch(path, f"expected a string matching /{arg}/, got {short(actual)}"))
         elif key == "$contains":
             out += _match_contains(arg, actual, captures, path)
@@ -240,13 +240,13 @@ def _match_matcher(expected: dict[str, Any], actual: Any, captures: dict[str, An
             if not isinstance(actual, (str, list, dict)):
                 out.append(Mismatch(path, f"expected something with a length, got {short(actual)}"))
             elif match(arg, len(actual), dict(captures), f"{path}.length"):
-                out.append(Mismatch(path, f"expected length {short(arg)}, got {len(actual)}: {short(actual)}"))
+                got = f"{len(actual)}: {short(actual)}"
+                out.append(Mismatch(path, f"expected length {short(arg)}, got {got}"))
         elif key == "$not":
             if not match(arg, actual, dict(captures), path):
                 out.append(Mismatch(path, f"expected anything but {short(arg)}, got {short(actual)}"))
-        elif key == "$eq":
-            if not json_equal(arg, actual):
-                out.append(Mismatch(path, f"expected exactly {short(arg)}, got {short(actual)}"))
+        elif key == "$eq" and not json_equal(arg, actual):
+            out.append(Mismatch(path, f"expected exactly {short(arg)}, got {short(actual)}"))
     if not out and "$capture" in expected:
         captures[expected["$capture"]] = copy.deepcopy(actual)
     return out
@@ -255,12 +255,12 @@ def _match_matcher(expected: dict[str, Any], actual: Any, captures: dict[str, An
 def _match_contains(arg: Any, actual: Any, captures: dict[str, Any], path: str) -> list[Mismatch]:
     if isinstance(actual, str):
         if not isinstance(arg, str):
-            return [Mismatch(path, f"expected an array containing {short(arg)}, got a string {short(actual)}")]
+            return [Mismatch(path, f"expected an array containing {short(arg)}, got {short(actual)}")]
         if arg in actual:
             return []
         return [Mismatch(path, f"expected a string containing {short(arg)}, got {short(actual, 1000)}")]
     if not isinstance(actual, list):
-        return [Mismatch(path, f"expected a string or an array to search for {short(arg)}, got {short(actual)}")]
+        return [Mismatch(path, f"expected a string or an array containing {short(arg)}, got {short(actual)}")]
     out: list[Mismatch] = []
     for item in arg if isinstance(arg, list) else [arg]:
         closest: tuple[int, list[Mismatch]] | None = None
@@ -406,11 +406,13 @@ def match_frames(
     return problems
 
 
-def _explain_unmatched(i: int, exp: Any, actual: list[Any], used: dict[int, int], captures: dict[str, Any]) -> str:
+def _explain_unmatched(
+    i: int, exp: Any, actual: list[Any], used: dict[int, int], captures: dict[str, Any]
+) -> str:
     lines = [f"expected frame [{i}] matched no actual frame: {short(exp, 400)}"]
     key = _id_key(exp)
     if key is not None:
-        candidates = [j for j, f in enumerate(actual) if isinstance(f, dict) and "id" in f and _id_key(f) == key]
+        candidates = [j for j, f in enumerate(actual) if isinstance(f, dict) and _id_key(f) == key]
         if not candidates:
             lines.append(f"    no actual frame has id {key}")
     else:
@@ -421,7 +423,8 @@ def _explain_unmatched(i: int, exp: Any, actual: list[Any], used: dict[int, int]
             why = (
                 f"already matched by expected frame [{used[j]}]"
                 if j in used
-                else "comes before a frame already matched for the same id (same-id frames must keep the expected order)"
+                else "comes before a frame already matched for the same id "
+                "(frames with the same id must keep the expected order)"
             )
             lines.append(f"    actual frame #{j} matches but {why}")
         else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -57,7 +57,10 @@ class _Loader(yaml.SafeLoader):
                 continue
             if duplicate:
                 raise yaml.constructor.ConstructorError(
-                    "while reading a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+                    "while reading a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
                 )
         return super().construct_mapping(node, deep)
 
@@ -72,7 +75,7 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(kind: str | None) -> jsonschema.Draft202012Validator:
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     if kind is not None:

@@ -53,7 +53,8 @@ def cli(args):
         return 0 if record else 3
     if args == ["debug", "env"]:
         stdin = sys.stdin.read()
-        print(json.dumps({"env": dict(os.environ), "cwd": os.getcwd(), "user": getpass.getuser(), "stdin": stdin}))
+        user = getpass.getuser()
+        print(json.dumps({"env": dict(os.environ), "cwd": os.getcwd(), "user": user, "stdin": stdin}))
         return 0
     if args[:2] == ["debug", "sleep"]:
         time.sleep(float(args[2]))
@@ -74,8 +75,13 @@ def serve():
         ident = request.get("id") if isinstance(request, dict) else None
         if not isinstance(request, dict) or not isinstance(ident, str) or "type" not in request:
             message = "each line must be a JSON object with a string type and id"
-            send({"type": "error", "id": ident if isinstance(ident, str) else None,
-                  "error": {"code": "invalid_request", "message": message}})
+            send(
+                {
+                    "type": "error",
+                    "id": ident if isinstance(ident, str) else None,
+                    "error": {"code": "invalid_request", "message": message},
+                }
+            )
         elif request["type"] == "workflow.history.get":
             run_id = request.get("payload", {}).get("run")
             record = find_run(run_id)
@@ -84,8 +90,16 @@ def serve():
             else:
                 send({"type": "error", "id": ident, "error": not_found(run_id)})
         else:
-            send({"type": "error", "id": ident,
-                  "error": {"code": "invalid_request", "message": f"unknown request type {request['type']}"}})
+            send(
+                {
+                    "type": "error",
+                    "id": ident,
+                    "error": {
+                        "code": "invalid_request",
+                        "message": f"unknown request type {request['type']}",
+                    },
+                }
+            )
         send({"type": "done", "id": ident if isinstance(ident, str) else None})
     return 0
 
