@@ -68,7 +68,40 @@ def call(
         ctx.exit(code)
 
 
+COMMAND_REQUESTS = {
+    "repo init": "repo.init",
+    "workflow run": "workflow.run",
+    "workflow list": "workflow.list",
+    "workflow get": "workflow.get",
+    "workflow create": "workflow.create",
+    "workflow validate": "workflow.validate",
+    "workflow history": "workflow.history",
+    "model create": "model.create",
+    "model list": "model.list",
+    "model get": "model.get",
+    "model type list": "model.type.list",
+}
+
+
+def _serve_command_jsonl(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """--jsonl on a command: every stdin line is one payload of that command's request type."""
+    if not value or ctx.resilient_parsing:
+        return
+    from ..protocol.jsonl import serve_stdio
+
+    path = ctx.command_path.split(" ", 1)[1] if " " in ctx.command_path else ""
+    ctx.exit(serve_stdio(repo_dir=_repo_dir(ctx, None), implied_type=COMMAND_REQUESTS[path]))
+
+
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option(
+        "--jsonl",
+        is_flag=True,
+        is_eager=True,
+        expose_value=False,
+        callback=_serve_command_jsonl,
+        help="Read one JSON payload per stdin line and answer each with JSON-lines frames.",
+    )(func)
     func = click.option(
         "--repo-dir",
         type=click.Path(file_okay=False),
@@ -80,7 +113,7 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--json", "as_json", is_flag=True, help="Print JSON documents instead of log lines.")
 @click.option("--jsonl", is_flag=True, help="Serve JSON-lines requests from stdin until EOF.")
 @click.option("--repo-dir", type=click.Path(file_okay=False), help="The repository to work on.")

@@ -1,0 +1,149 @@
+"""The JSON-lines protocol over a pair of streams (`swamp --jsonl`, and `swamp serve` later).
+
+Each line read is one request; each request is answered with optional `event` frames, then one
+result or `error` frame, then `done`. Requests run concurrently, so a long `workflow.run` never
+holds up an independent request behind it; frames of one request stay in order. A line that cannot
+be used gets an `invalid_request` error (with its line number) and the stream goes on. At EOF the
+requests in flight finish before the call returns.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO, Any
+
+from ..domain.errors import InternalError, InvalidRequest, SwampError
+from .requests import handle, lookup
+
+MAX_LINE_BYTES = 1024 * 1024
+MAX_WORKERS = 16
+
+
+class FrameWriter:
+    """Writes whole frames, one per line, from any thread."""
+
+    def __init__(self, stream: IO[str]):
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def write(self, frame: dict[str, Any]) -> None:
+        line = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            self._stream.write(line + "\n")
+            self._stream.flush()
+
+
+def answer(writer: FrameWriter, request_id: Any, request_type: str, payload: Any) -> None:
+    """Run one request and write its frames: events, then a result or an error, then done."""
+
+    def emit(event: dict[str, Any]) -> None:
+        writer.write({"type": "event", "id": request_id, "event": event})
+
+    try:
+        data = handle(request_type, payload, emit)
+        writer.write({"type": request_type, "id": request_id, "payload": {"data": data}})
+    except SwampError as exc:
+        writer.write({"type": "error", "id": request_id, "error": exc.to_dict()})
+    except Exception as exc:  # a request never takes the stream down
+        error = InternalError(f"unexpected error: {type(exc).__name__}: {exc}")
+        writer.write({"type": "error", "id": request_id, "error": error.to_dict()})
+    writer.write({"type": "done", "id": request_id})
+
+
+def _refuse(writer: FrameWriter, request_id: Any, error: SwampError, line_number: int) -> None:
+    details = {**error.details, "line": line_number}
+    body = {"code": error.code, "message": error.message, "details": details}
+    writer.write({"type": "error", "id": request_id, "error": body})
+    writer.write({"type": "done", "id": request_id})
+
+
+def parse_frame(line: str, line_number: int, seen: set[str]) -> tuple[Any, str, Any]:
+    """(id, type, payload) of a request line, or InvalidRequest (with the id when it was readable)."""
+    if len(line.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
+        raise _Bad(None, InvalidRequest(f"line {line_number} is longer than {MAX_LINE_BYTES} bytes"))
+    try:
+        frame = json.loads(line)
+    except ValueError as exc:
+        raise _Bad(None, InvalidRequest(f"line {line_number} is not JSON: {exc}")) from None
+    if not isinstance(frame, dict):
+        raise _Bad(None, InvalidRequest(f"line {line_number} is not a JSON object"))
+    request_id = frame.get("id")
+    if not isinstance(request_id, str) or not request_id:
+        raise _Bad(None, InvalidRequest(f"line {line_number} has no 'id' (a non-empty string)"))
+    if request_id in seen:
+        raise _Bad(None, InvalidRequest(f"line {line_number} reuses id '{request_id}'", {"id": request_id}))
+    seen.add(request_id)
+    unknown = sorted(set(frame) - {"type", "id", "payload"})
+    if unknown:
+        raise _Bad(request_id, InvalidRequest(f"unknown frame field(s): {', '.join(unknown)}"))
+    try:
+        lookup(frame.get("type"))
+    except InvalidRequest as exc:
+        raise _Bad(request_id, exc) from None
+    payload = frame.get("payload", {})
+    if not isinstance(payload, dict):
+        raise _Bad(request_id, InvalidRequest("'payload' must be a JSON object"))
+    return request_id, frame["type"], payload
+
+
+class _Bad(Exception):
+    def __init__(self, request_id: Any, error: SwampError):
+        super().__init__(error.message)
+        self.request_id = request_id
+        self.error = error
+
+
+def serve(
+    lines: IO[str],
+    output: IO[str],
+    *,
+    repo_dir: str | None = None,
+    implied_type: str | None = None,
+) -> int:
+    """Answer every request line until EOF; returns the process exit code (0)."""
+    writer = FrameWriter(output)
+    seen: set[str] = set()
+    with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
+        for number, raw in enumerate(lines, start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                if implied_type is not None:
+                    request_id, request_type, payload = _implied(line, number, implied_type)
+                else:
+                    request_id, request_type, payload = parse_frame(line, number, seen)
+            except _Bad as bad:
+                _refuse(writer, bad.request_id, bad.error, number)
+                continue
+            if repo_dir is not None and "repoDir" not in payload:
+                payload = {**payload, "repoDir": repo_dir}
+            pool.submit(answer, writer, request_id, request_type, payload)
+    return 0
+
+
+def _implied(line: str, number: int, request_type: str) -> tuple[Any, str, Any]:
+    request_id = str(number)
+    try:
+        payload = json.loads(line)
+    except ValueError as exc:
+        raise _Bad(request_id, InvalidRequest(f"line {number} is not JSON: {exc}")) from None
+    if not isinstance(payload, dict):
+        raise _Bad(request_id, InvalidRequest(f"line {number} must be a JSON object (the request's payload)"))
+    return request_id, request_type, payload
+
+
+def serve_stdio(repo_dir: str | None = None, implied_type: str | None = None) -> int:
+    stdin = _text(sys.stdin)
+    return serve(stdin, sys.stdout, repo_dir=repo_dir, implied_type=implied_type)
+
+
+def _text(stream: IO[str]) -> IO[str]:
+    reconfigure: Callable[..., None] | None = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(encoding="utf-8", errors="surrogateescape")
+    return stream
