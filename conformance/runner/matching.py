@@ -263,19 +263,26 @@ def _match_contains(arg: Any, actual: Any, captures: dict[str, Any], path: str) 
         return [Mismatch(path, f"expected a string or an array containing {short(arg)}, got {short(actual)}")]
     out: list[Mismatch] = []
     for item in arg if isinstance(arg, list) else [arg]:
-        closest: tuple[int, list[Mismatch]] | None = None
+        tried: list[list[Mismatch]] = []
         for i, element in enumerate(actual):
             trial = dict(captures)
             problems = match(item, element, trial, f"{path}[{i}]")
             if not problems:
                 captures.update(trial)
                 break
-            if closest is None or len(problems) < len(closest[1]):
-                closest = (i, problems)
+            tried.append(problems)
         else:
-            hint = f"; closest is {'; '.join(map(str, closest[1]))}" if closest else " (the array is empty)"
-            out.append(Mismatch(path, f"no element matches {short(item)}{hint}"))
+            out.append(Mismatch(path, f"no element matches {short(item)}{_closest(tried)}"))
     return out
+
+
+def _closest(tried: list[list[Mismatch]], limit: int = 3) -> str:
+    """The mismatches of the elements that came closest (fewest mismatches), for a hint."""
+    if not tried:
+        return " (the array is empty)"
+    fewest = min(len(problems) for problems in tried)
+    best = [problems for problems in tried if len(problems) == fewest][:limit]
+    return "; closest: " + " | ".join("; ".join(map(str, problems)) for problems in best)
 
 
 # ----------------------------------------------------------------------------- captures

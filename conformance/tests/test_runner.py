@@ -1,0 +1,283 @@
+"""The runner plugin end to end: pytester runs `pytest conformance` against small fakes."""
+
+import shlex
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+CONFORMANCE = Path(__file__).resolve().parents[1]
+FRAME_SCHEMA = CONFORMANCE.parent / "spec" / "schemas" / "frame.schema.json"
+FAKE = CONFORMANCE / "tests" / "fake_impl.py"
+GOOD = CONFORMANCE / "tests" / "good_impl.py"
+
+
+def command(*words):
+    return shlex.join([sys.executable, *map(str, words)])
+
+
+@pytest.fixture
+def suite(pytester):
+    """A copy of the runner (no scenarios but _selftest) with its own rootdir."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    target = pytester.path / "conformance"
+    shutil.copytree(CONFORMANCE / "runner", target / "runner", ignore=ignore)
+    shutil.copytree(
+        CONFORMANCE / "scenarios" / "_selftest", target / "scenarios" / "_selftest", ignore=ignore
+    )
+    shutil.copy(CONFORMANCE / "conftest.py", target)
+    shutil.copy(CONFORMANCE / "scenario.schema.json", target)
+    (pytester.path / "spec" / "schemas").mkdir(parents=True)
+    shutil.copy(FRAME_SCHEMA, pytester.path / "spec" / "schemas")
+    pytester.makeini("[pytest]\n")
+    return pytester
+
+
+def scenario(pytester, name, text):
+    path = pytester.path / "conformance" / "scenarios" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def run(pytester, impl, *args):
+    return pytester.runpytest("conformance", "--impl", impl, "-p", "no:cacheprovider", *args)
+
+
+def test_wrong_implementation_fails_the_selftest_scenarios_readably(suite):
+    result = run(suite, command(FAKE), "--include-selftest")
+    result.assert_outcomes(failed=3)
+    out = result.stdout.str()
+    # the CLI refusal: step, argv, expected vs actual, and the process output
+    assert "scenario 'selftest-cli-error-shape' failed at steps[0] (run)" in out
+    assert "fake_impl.py workflow history get run_missing --json" in out
+    assert "- exit code: expected 3, got 0" in out
+    assert "- json $.error: missing key" in out
+    assert "stdout:\n  | {}" in out
+    # the JSON-lines step: the unmatched frame, the candidates, what was sent and received
+    assert "scenario 'selftest-jsonl-invalid-request' failed at steps[0] (jsonl)" in out
+    assert 'expected frame [2] matched no actual frame: {"type": "error", "id": null' in out
+    assert "no actual frame has id null" in out
+    assert '$.type: expected "error", got "workflow.history.get"' in out
+    assert "  | this line is not json" in out
+    assert '  #1 {"type": "done", "id": "r1"}' in out
+    # the roundtrip stops at its first step
+    assert "failed at steps[0] (run: start a run)" in out
+    assert "LOGNAME=alice SWAMP_NOW=2026-01-01T00:00:00Z USER=alice" in out
+    assert "repo dir (kept): " in out
+
+
+def test_right_implementation_passes_the_selftest_scenarios(suite):
+    result = run(suite, command(GOOD), "--include-selftest")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["conformance impl: *good_impl.py"])
+
+
+def test_selftest_scenarios_are_skipped_without_the_option(suite):
+    result = run(suite, command(GOOD))
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_requirement_ids_select_scenarios_with_k(suite):
+    result = run(suite, command(GOOD), "--include-selftest", "-k", "SELFTEST-002")
+    result.assert_outcomes(passed=1, deselected=2)
+
+
+def test_relative_impl_paths_are_taken_from_the_invocation_dir(suite):
+    shutil.copy(GOOD, suite.path / "impl.py")
+    result = run(suite, f"{shlex.quote(sys.executable)} ./impl.py", "--include-selftest")
+    result.assert_outcomes(passed=3)
+
+
+def test_environment_contract(suite, monkeypatch):
+    monkeypatch.setenv("SWAMP_LEAK", "from the runner")
+    monkeypatch.setenv("PYTHONWARNINGS", "ignore")
+    scenario(
+        suite,
+        "env.yaml",
+        """\
+        id: env-contract
+        title: The process sees a clean environment
+        requirements: [ENV-001]
+        env: {SWAMP_NOW: "2026-01-01T00:00:00Z"}
+        steps:
+          - run: [debug, env]
+            stdin: "literal $${x}"
+            expect:
+              json:
+                env:
+                  SWAMP_LEAK: {$absent: true}
+                  PYTHONWARNINGS: {$absent: true}
+                  SWAMP_NOW: "2026-01-01T00:00:00Z"
+                  USER: conformance
+                  LOGNAME: conformance
+                  NO_COLOR: "1"
+                  TERM: dumb
+                  LANG: C.UTF-8
+                  LC_ALL: C.UTF-8
+                  HOME: {$regex: "/home$", $capture: home}
+                  PATH: {$type: string}
+                cwd: {$regex: "/repo$"}
+                user: conformance
+                stdin: "literal $${x}"
+          - run: [debug, env]
+            user: bob
+            env: {TERM: null, COUNT: 3, SWAMP_NOW: "2027-01-01T00:00:00Z"}
+            expect:
+              json:
+                env: {TERM: {$absent: true}, COUNT: "3", HOME: "${home}", USER: bob,
+                      SWAMP_NOW: "2027-01-01T00:00:00Z"}
+                user: bob
+          - files:
+              - {path: .swamp.yaml}
+        """,
+    )
+    result = run(suite, command(GOOD))
+    result.assert_outcomes(passed=1)
+
+
+def test_timeout_is_a_failure_with_a_clear_message(suite):
+    scenario(
+        suite,
+        "slow.yaml",
+        """\
+        id: slow
+        title: A hanging process is killed
+        requirements: [ENV-002]
+        init: false
+        steps:
+          - run: [debug, sleep, "30"]
+            timeout: 0.5
+        """,
+    )
+    result = run(suite, command(GOOD))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*timed out after 0.5 s waiting for the process to finish (the process was killed)*"]
+    )
+    assert result.duration < 15
+
+
+def test_missing_implementation_is_a_clear_failure(suite):
+    result = run(suite, "/nonexistent/swamp-impl", "--include-selftest", "-k", "SELFTEST-001")
+    result.assert_outcomes(failed=1, deselected=2)
+    result.stdout.fnmatch_lines(
+        ["*could not start the implementation '/nonexistent/swamp-impl repo init .'*"]
+    )
+
+
+def test_frames_are_validated_against_the_frame_schema(suite):
+    impl = suite.path / "bad_frames.py"
+    impl.write_text(
+        "import json, sys\n"
+        "sys.stdin.read()\n"
+        'print(json.dumps({"type": "done", "id": "r1", "extra": 1}))\n'
+        'print(json.dumps({"type": "error", "id": "r1", "error": {"code": "Bad-Code", "message": "x"}}))\n'
+        "print('not json')\n"
+    )
+    scenario(
+        suite,
+        "frames.yaml",
+        """\
+        id: frames
+        title: Frames must follow the schema
+        requirements: [PROTO-001]
+        init: false
+        steps:
+          - jsonl: [{type: workflow.list, id: r1}]
+        """,
+    )
+    result = run(suite, command(impl))
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "frame #0 does not match spec/schemas/frame.schema.json: Additional properties" in out
+    assert "checked as $defs/done" in out
+    assert "frame #1 does not match spec/schemas/frame.schema.json: 'Bad-Code' does not match" in out
+    assert "at /error/code" in out
+    assert "stdout line 3 is not a JSON frame" in out
+    assert "  !! not json" in out
+
+
+def test_files_step_failure_lists_the_repo(suite):
+    scenario(
+        suite,
+        "files.yaml",
+        """\
+        id: files
+        title: File checks report what is there
+        requirements: [FILE-001]
+        files: {workflows/workflow-a.yaml: "name: a\\n"}
+        steps:
+          - files:
+              - {glob: "workflows/*.yaml", count: 2}
+              - {path: workflows/workflow-a.yaml, text: {$contains: "name: b"}}
+              - {path: nothing.json, json: {}}
+        """,
+    )
+    result = run(suite, command(GOOD))
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "- files[0] glob 'workflows/*.yaml': expected count 2, got 1: ['workflows/workflow-a.yaml']" in out
+    assert '- files[1] workflows/workflow-a.yaml text: expected a string containing "name: b"' in out
+    assert "- files[2] path 'nothing.json': expected it to exist" in out
+    assert "files in the repo dir:\n  | .swamp.yaml" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("id: x\ntitle: [unclosed\n", "the scenario is not valid YAML"),
+        ("id: x\ntitle: t\nrequirements: [A-001]\nsteps: [{run: [a]}]\n", "'A-001' does not match"),
+        (
+            "id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{run: [a], expect: {exits: 0}}]\n",
+            "'exits' was unexpected",
+        ),
+        ("id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{run: [a], files: []}]\n", "exactly one of `run`"),
+        (
+            "id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{run: ['${nope}']}]\n",
+            "unknown capture(s) ${nope}",
+        ),
+        (
+            "id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{run: [a], expect: {json: {$regexp: a}}}]\n",
+            "unknown matcher",
+        ),
+        (
+            "id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{run: [a], expect: {stdout: {a: 1}}}]\n",
+            "got an object",
+        ),
+        ("id: x\ntitle: t\nrequirements: [AB-001]\nid: y\nsteps: [{run: [a]}]\n", "found duplicate key 'id'"),
+        (
+            "id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{write: {../out: x}}]\n",
+            "must be a relative path",
+        ),
+    ],
+)
+def test_broken_scenarios_are_collection_errors(suite, text, message):
+    path = scenario(suite, "broken.yaml", text)
+    result = run(suite, command(GOOD))
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    out = result.stdout.str()
+    assert f"broken scenario {path}" in out
+    assert message in out
+
+
+def test_captures_flow_between_steps_in_order(suite):
+    scenario(
+        suite,
+        "order.yaml",
+        """\
+        id: order
+        title: A capture is usable only in later steps
+        requirements: [CAP-001]
+        steps:
+          - run: [workflow, run, a, --json]
+            expect: {json: {id: {$capture: first}}}
+          - run: [workflow, run, b, --json]
+            expect: {json: {id: {$not: "${first}"}, workflowName: b}}
+          - run: [workflow, history, get, "${first}", --json]
+            expect: {json: {workflowName: a}}
+        """,
+    )
+    run(suite, command(GOOD)).assert_outcomes(passed=1)
