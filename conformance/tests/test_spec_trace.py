@@ -1,0 +1,149 @@
+"""scripts/spec-trace against small temporary repositories."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "spec-trace"
+
+SPEC = """\
+# Runs
+
+- **[RUN-001]** A run has an id.
+* [RUN-002] A run has a status.
+  1. **[GATE-010]** Nested and numbered.
+[WAIT-003] Bare at the start of a line.
+
+Prose that mentions [RUN-999] is not a definition, nor is `[RUN-998]`.
+
+```markdown
+- **[RUN-997]** inside a fenced block
+```
+"""
+
+
+def write(root, rel, text):
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+def scenario(root, rel, ident, requirements):
+    write(
+        root,
+        f"conformance/scenarios/{rel}",
+        f"id: {ident}\ntitle: t\nrequirements: {json.dumps(requirements)}\n",
+    )
+
+
+def spec_trace(root, *args):
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--root", str(root), *args], capture_output=True, text=True, timeout=30
+    )
+
+
+@pytest.fixture
+def repo(tmp_path):
+    write(tmp_path, "spec/runs.md", SPEC)
+    scenario(tmp_path, "runs/basic.yaml", "run-basic", ["RUN-001", "RUN-002"])
+    scenario(tmp_path, "gates/nested.yml", "gate-nested", ["GATE-010", "WAIT-003", "RUN-001"])
+    return tmp_path
+
+
+def test_everything_covered_passes_with_a_table(repo):
+    result = spec_trace(repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["REQUIREMENT", "SCENARIOS"]
+    assert lines[1:5] == [
+        "GATE-010     gate-nested",
+        "RUN-001      gate-nested, run-basic",
+        "RUN-002      run-basic",
+        "WAIT-003     gate-nested",
+    ]
+    assert lines[-1] == "spec-trace: 4 requirements, 4 covered, 0 uncovered; 2 scenarios; ok"
+
+
+def test_json_report(repo):
+    result = spec_trace(repo, "--json")
+    assert result.returncode == 0
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    assert report["requirements"][1] == {
+        "id": "RUN-001",
+        "defined_at": "spec/runs.md:3",
+        "scenarios": ["gate-nested", "run-basic"],
+    }
+    assert report["summary"] == {
+        "requirements": 4,
+        "covered": 4,
+        "uncovered": 0,
+        "scenarios": 2,
+        "problems": 0,
+    }
+
+
+def test_uncovered_requirement_fails(repo):
+    write(repo, "spec/more.md", "- **[SIG-001]** Signals are data.\n")
+    result = spec_trace(repo)
+    assert result.returncode == 1
+    assert "SIG-001      -- NONE --" in result.stdout
+    assert "[uncovered] SIG-001 (spec/more.md:1) has no scenario" in result.stdout
+    assert result.stdout.splitlines()[-1].endswith("FAILED with 1 problem(s)")
+
+
+def test_undefined_citation_fails(repo):
+    scenario(repo, "x.yaml", "cites-nothing", ["RUN-001", "RUN-999"])
+    result = spec_trace(repo)
+    assert result.returncode == 1
+    assert (
+        "[undefined] scenario 'cites-nothing' (conformance/scenarios/x.yaml) cites RUN-999" in result.stdout
+    )
+
+
+def test_duplicate_definition_fails(repo):
+    write(repo, "spec/again.md", "Intro.\n\n- **[RUN-002]** again\n")
+    result = spec_trace(repo, "--json")
+    assert result.returncode == 1
+    problems = json.loads(result.stdout)["problems"]
+    assert problems == [
+        {
+            "kind": "duplicate_requirement",
+            "message": "RUN-002 is defined twice: at spec/again.md:3 and at spec/runs.md:4",
+        }
+    ]
+
+
+def test_duplicate_scenario_id_fails(repo):
+    scenario(repo, "other/basic.yaml", "run-basic", ["RUN-001"])
+    result = spec_trace(repo)
+    assert result.returncode == 1
+    assert (
+        "[duplicate_scenario] scenario id 'run-basic' is used by conformance/scenarios/other/basic.yaml "
+        "and conformance/scenarios/runs/basic.yaml" in result.stdout
+    )
+
+
+def test_unreadable_scenario_fails(repo):
+    write(repo, "conformance/scenarios/bad.yaml", "id: [unclosed\n")
+    write(repo, "conformance/scenarios/noid.yaml", "title: t\n")
+    result = spec_trace(repo)
+    assert result.returncode == 1
+    assert "[unreadable_scenario] conformance/scenarios/bad.yaml cannot be read" in result.stdout
+    assert "conformance/scenarios/noid.yaml needs a string `id` and a list `requirements`" in result.stdout
+
+
+def test_selftest_scenarios_are_ignored(repo):
+    scenario(repo, "_selftest/self.yaml", "run-basic", ["NOPE-001"])
+    result = spec_trace(repo)
+    assert result.returncode == 0, result.stdout
+
+
+def test_missing_spec_dir_is_a_usage_error(tmp_path):
+    result = spec_trace(tmp_path)
+    assert result.returncode == 2
+    assert "no spec/ directory" in result.stderr
