@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .access import is_interrupted
 from .context import App
 from .views import run_document, run_summary
 
@@ -14,10 +15,13 @@ def history(app: App, workflow_ref: str | None = None, limit: int | None = None)
     if limit is not None:
         runs = runs[:limit]
     return {
-        "runs": [run_summary(r) for r in runs],
+        "runs": [{**run_summary(r), "interrupted": is_interrupted(app, r)} for r in runs],
         "unreadable": [e.to_dict() for e in unreadable],
     }
 
 
 def history_get(app: App, run_ref: str) -> dict[str, Any]:
-    return run_document(app, app.runs.find(run_ref))
+    run = app.runs.find(run_ref)
+    doc = run_document(app, run)
+    doc["interrupted"] = is_interrupted(app, run)
+    return doc

@@ -1,4 +1,4 @@
-"""workflow run: load, check, prepare inputs, create the record, execute."""
+"""workflow run: load, check, prepare inputs, supersede, create the record, execute under the claim."""
 
 from __future__ import annotations
 
@@ -7,15 +7,22 @@ import uuid
 from typing import Any
 
 from ..domain.checks import check_input_expressions, ensure_runnable
+from ..domain.definition import Workflow
 from ..domain.run import WorkflowRun
 from ..engine.executor import WorkflowExecutor
 from ..engine.ports import Emit, EngineServices
+from ..store.claim import RunClaim
 from .context import App
+from .supersede import supersede
 from .views import run_document
 
 
 def run_workflow(
-    app: App, workflow_ref: str, inputs: dict[str, Any] | None = None, *, emit: Emit | None = None
+    app: App,
+    workflow_ref: str,
+    inputs: dict[str, Any] | None = None,
+    *,
+    emit: Emit | None = None,
 ) -> dict[str, Any]:
     loaded = app.workflows.get(workflow_ref)
     workflow = loaded.workflow
@@ -32,10 +39,19 @@ def run_workflow(
         tags=dict(workflow.tags),
         initiated_by=app.user,
         now=app.clock.now(),
+        definition=workflow.model_dump(mode="json", by_alias=True, exclude_none=True),
     )
-    services = engine_services(app, emit)
-    WorkflowExecutor(workflow, run, services).execute()
-    return run_document(app, run)
+    superseded = supersede(app, workflow, run)
+    with RunClaim(app.layout, run.id, purpose="run"):
+        WorkflowExecutor(workflow, run, engine_services(app, emit)).execute()
+    doc = run_document(app, run)
+    doc["superseded"] = superseded
+    return doc
+
+
+def workflow_of(run: WorkflowRun) -> Workflow:
+    """The definition a run executes: the snapshot taken when it started."""
+    return Workflow.model_validate(run.definition)
 
 
 def engine_services(app: App, emit: Emit | None) -> EngineServices:

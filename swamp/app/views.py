@@ -10,8 +10,35 @@ from .context import App
 
 def run_document(app: App, run: WorkflowRun) -> dict[str, Any]:
     doc = run.to_dict()
+    doc.pop("definition", None)
     doc["path"] = app.runs.relative_path(run)
+    if run.status == "suspended":
+        doc.update(suspension(app, run))
     return doc
+
+
+def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
+    """What a suspended run waits for, and the exact commands that move it on."""
+    now = app.clock.now()
+    others = [r for r in app.runs.list_runs(run.workflowId)[0] if r.status == "suspended" and r.id != run.id]
+    pick = f" --run {run.id}" if others else ""
+    wf = run.workflowName
+    gates = [
+        {
+            "jobName": job.name,
+            "stepName": step.name,
+            "prompt": step.approval.prompt,
+            "deadline": step.approval.deadline,
+        }
+        for job, step in run.open_gates(now)
+        if step.approval is not None
+    ]
+    commands: list[str] = []
+    for gate in gates:
+        commands.append(f"swamp workflow approve {wf} {gate['stepName']}{pick}")
+        commands.append(f"swamp workflow reject {wf} {gate['stepName']}{pick}")
+    commands.append(f"swamp workflow resume {wf}{pick}")
+    return {"gates": gates, "next": commands}
 
 
 def run_summary(run: WorkflowRun) -> dict[str, Any]:

@@ -90,8 +90,17 @@ def run_outcome(doc: dict[str, Any]) -> None:
         if doc.get("failedStep"):
             out(f"  {doc['failedStep']}: {doc.get('failureReason')}")
         out(f"  Details: swamp workflow history get {doc['id']}")
+    elif status == "suspended":
+        out(f"{status_text(status)}: workflow {name} (run {doc['id']})")
+        for gate in doc.get("gates", []):
+            deadline = f" (deadline {gate['deadline']})" if gate.get("deadline") else ""
+            out(f"  Waiting for approval: {gate['jobName']}.{gate['stepName']}: {gate['prompt']}{deadline}")
+        for command in doc.get("next", []):
+            out(f"  Next: {command}")
     else:
         out(f"{status_text(status)}: workflow {name} (run {doc['id']})")
+    for item in doc.get("superseded", []):
+        out(f"  Earlier run {item['runId']}: {item['action']} ({item['reason']})")
     out(style(f"Saved to {doc.get('path')}", dim=True))
 
 

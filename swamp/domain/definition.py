@@ -38,8 +38,17 @@ class ModelMethodTask(_Strict):
         return value
 
 
-Task = Annotated[ModelMethodTask, Field(discriminator="type")]
-TASK_TYPES: dict[str, type[BaseModel]] = {"model_method": ModelMethodTask}
+class ManualApprovalTask(_Strict):
+    type: Literal["manual_approval"]
+    prompt: str = Field(min_length=1)
+    timeout: float | None = Field(default=None, gt=0, le=10 * 365 * 86400)
+
+
+Task = Annotated[ModelMethodTask | ManualApprovalTask, Field(discriminator="type")]
+TASK_TYPES: dict[str, type[BaseModel]] = {
+    "model_method": ModelMethodTask,
+    "manual_approval": ManualApprovalTask,
+}
 
 
 class JobDependency(_Strict):

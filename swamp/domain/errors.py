@@ -99,3 +99,32 @@ class UsageError(SwampError):
 class InternalError(SwampError):
     code = "internal_error"
     exit_code = EXIT_FAILED
+
+
+class RunNotSuspended(SwampError):
+    code = "run_not_suspended"
+
+
+class RunTerminal(SwampError):
+    code = "run_terminal"
+
+
+class ClaimTimeout(SwampError):
+    code = "claim_timeout"
+    exit_code = EXIT_RETRY
+
+
+class ApprovalPending(SwampError):
+    code = "approval_pending"
+
+
+class ApprovalExpired(SwampError):
+    code = "approval_expired"
+
+
+class StepNotWaiting(SwampError):
+    code = "step_not_waiting"
+
+
+class StepNotFound(SwampError):
+    code = "step_not_found"

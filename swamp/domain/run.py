@@ -12,7 +12,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import RunUnreadable
+from .approvals import APPROVAL_TIMEOUT, REJECTED, ApprovalDecision, ApprovalGate, deadline_after
+from .errors import (
+    ApprovalExpired,
+    RunNotSuspended,
+    RunTerminal,
+    RunUnreadable,
+    StepNotFound,
+    StepNotWaiting,
+)
 
 FORMAT_VERSION = 1
 
@@ -57,6 +65,7 @@ class StepRun(_Record):
     reason: str | None = None
     allowedFailure: bool = False
     outputs: Any = None
+    approval: ApprovalGate | None = None
 
     @property
     def template(self) -> str:
@@ -88,6 +97,43 @@ class StepRun(_Record):
         self.status = "skipped"
         self.reason = reason
         self._finish(now)
+
+    # -- the approval gate ----------------------------------------------------------------------
+
+    def open_gate(self, now: dt.datetime, prompt: str, timeout: float | None) -> None:
+        deadline = deadline_after(now, timeout)
+        self.status = "waiting_approval"
+        self.approval = ApprovalGate(
+            prompt=prompt, openedAt=iso(now), timeout=timeout, deadline=iso(deadline) if deadline else None
+        )
+
+    def decide_gate(self, now: dt.datetime, *, approved: bool, user: str, reason: str | None) -> None:
+        """Approve or reject an open gate; refuses a step that is not waiting or a gate past its deadline."""
+        gate = self.approval
+        if self.status != "waiting_approval" or gate is None:
+            raise StepNotWaiting(
+                f"Step '{self.name}' is not awaiting approval (it is {self.status})",
+                {"step": self.name, "status": self.status},
+            )
+        if gate.is_expired(now):
+            raise ApprovalExpired(
+                f"The approval of step '{self.name}' expired at {gate.deadline}; "
+                "resume the run to fail the step with approval_timeout",
+                {"step": self.name, "deadline": gate.deadline},
+            )
+        gate.decision = ApprovalDecision(approved=approved, decidedBy=user, decidedAt=iso(now), reason=reason)
+        if approved:
+            self.succeed(now, gate.decision.as_outputs())
+        else:
+            self.fail(now, reason or "Approval rejected", reason=REJECTED)
+            self.outputs = gate.decision.as_outputs()
+
+    def settle_waiting(self, now: dt.datetime, reason: str, error: str) -> None:
+        """Cancel and reject close every open wait: the step fails and is never left waiting."""
+        if self.status in WAITING_STEP:
+            self.fail(now, error, reason=reason)
+        elif self.status == "running":
+            self.fail(now, "interrupted: " + error, reason="interrupted")
 
     def reset(self) -> None:
         """Back to pending for a retry: every trace of the earlier attempt goes."""
@@ -196,6 +242,8 @@ class WorkflowRun(_Record):
     failedStep: str | None = None
     failureReason: str | None = None
     stepProgress: dict[str, int] = Field(default_factory=dict)
+    cancelReason: str | None = None
+    definition: dict[str, Any] = Field(default_factory=dict)
     jobs: list[JobRun] = Field(default_factory=list)
 
     # -- construction and reading -----------------------------------------------------------
@@ -212,8 +260,10 @@ class WorkflowRun(_Record):
         tags: dict[str, str],
         initiated_by: str | None,
         now: dt.datetime,
+        definition: dict[str, Any] | None = None,
     ) -> WorkflowRun:
         return cls(
+            definition=definition or {},
             id=run_id,
             workflowId=workflow_id,
             workflowName=workflow_name,
@@ -293,6 +343,140 @@ class WorkflowRun(_Record):
     def fail(self, now: dt.datetime) -> None:
         self.status = "failed"
         self._finish(now)
+
+    def ensure_not_terminal(self) -> None:
+        if self.is_terminal:
+            raise RunTerminal(
+                f"Run {self.id} of {self.workflowName} already finished ({self.status}); nothing to change",
+                {"runId": self.id, "status": self.status},
+            )
+
+    def ensure_suspended(self) -> None:
+        self.ensure_not_terminal()
+        if self.status != "suspended":
+            raise RunNotSuspended(
+                f"Run {self.id} of {self.workflowName} is {self.status}, not suspended; "
+                "if it is still finishing its steps, try again in a moment",
+                {"runId": self.id, "status": self.status},
+            )
+
+    def find_step(self, name: str, job: str | None = None) -> tuple[JobRun, StepRun]:
+        matches = [(j, s) for j, s in self.steps() if s.name == name and (job is None or j.name == job)]
+        waiting = [(j, s) for j, s in matches if s.status in WAITING_STEP]
+        if len(waiting) == 1 or (len(matches) == 1):
+            return (waiting or matches)[0]
+        if len(waiting) > 1:
+            jobs = sorted(j.name for j, _ in waiting)
+            raise StepNotFound(
+                f"Step '{name}' is waiting in several jobs ({', '.join(jobs)}); add --job JOB",
+                {"step": name, "jobs": jobs},
+            )
+        if matches:
+            return matches[0]
+        open_gates = sorted(s.name for _, s in self.steps() if s.status == "waiting_approval")
+        hint = f" Open gates: {', '.join(open_gates)}" if open_gates else ""
+        raise StepNotFound(
+            f"Run {self.id} has no step '{name}'{' in job ' + repr(job) if job else ''}.{hint}",
+            {"step": name, "openGates": open_gates},
+        )
+
+    def decide_gate(
+        self,
+        now: dt.datetime,
+        step_name: str,
+        *,
+        approved: bool,
+        user: str,
+        reason: str | None,
+        job: str | None = None,
+    ) -> tuple[JobRun, StepRun]:
+        self.ensure_suspended()
+        job_run, step_run = self.find_step(step_name, job)
+        step_run.decide_gate(now, approved=approved, user=user, reason=reason)
+        if not approved:
+            self.settle(now, REJECTED, f"run rejected at step '{step_name}'")
+            job_run.fail(now)
+            self.complete(now)
+        return job_run, step_run
+
+    def settle(self, now: dt.datetime, reason: str, error: str) -> None:
+        """Close every open wait and unfinished step; fail every job still running."""
+        for job in self.jobs:
+            for step in job.steps:
+                step.settle_waiting(now, reason, error)
+            if job.status == "running":
+                job.fail(now)
+
+    def cancel(self, now: dt.datetime, reason: str) -> None:
+        self.ensure_not_terminal()
+        self.settle(now, "cancelled", f"run cancelled: {reason}")
+        self.status = "cancelled"
+        self.cancelReason = reason
+        self._finish(now)
+
+    def interrupt(self, now: dt.datetime) -> None:
+        """A run left `running` by a process that died: mark what was running failed."""
+        for job in self.jobs:
+            for step in job.steps:
+                if step.status == "running":
+                    step.fail(now, "interrupted: the process running this step stopped", reason="interrupted")
+            if job.status == "running" and not any(s.status in WAITING_STEP for s in job.steps):
+                job.fail(now)
+        self.fail(now)
+
+    def expire_gates(self, now: dt.datetime, allow_failure: dict[str, bool]) -> list[StepRun]:
+        """Fail every gate past its deadline with reason approval_timeout."""
+        expired = []
+        for _, step in self.steps():
+            gate = step.approval
+            if step.status == "waiting_approval" and gate is not None and gate.is_expired(now):
+                step.fail(
+                    now,
+                    f"Approval timed out: no decision by {gate.deadline}",
+                    reason=APPROVAL_TIMEOUT,
+                    allowed=allow_failure.get(step.template, False),
+                )
+                expired.append(step)
+        return expired
+
+    def open_gates(self, now: dt.datetime) -> list[tuple[JobRun, StepRun]]:
+        return [
+            (j, s)
+            for j, s in self.steps()
+            if s.status == "waiting_approval" and s.approval is not None and not s.approval.is_expired(now)
+        ]
+
+    def reset_steps(self, reset: dict[str, set[str]]) -> None:
+        """Put the named template steps (and their forEach expansions) and their jobs back to pending."""
+        for job in self.jobs:
+            templates = reset.get(job.name)
+            if not templates:
+                continue
+            rebuilt: list[StepRun] = []
+            restored: set[str] = set()
+            for step in job.steps:
+                if step.forEachTemplate in templates:
+                    if step.forEachTemplate not in restored:
+                        rebuilt.append(StepRun(name=step.forEachTemplate))
+                        restored.add(step.forEachTemplate)
+                    continue
+                if step.name in templates:
+                    step.reset()
+                rebuilt.append(step)
+            for template in templates & set(job.expandedTemplates):
+                if template not in restored:
+                    rebuilt.append(StepRun(name=template))
+            job.steps = rebuilt
+            job.expandedTemplates = [t for t in job.expandedTemplates if t not in templates]
+            job.reset()
+
+    def resume(self, now: dt.datetime, input_keys: list[str]) -> None:
+        for key in input_keys:
+            if key not in self.resumeInputs:
+                self.resumeInputs.append(key)
+        self.status = "running"
+        self.completedAt = None
+        self.durationMs = None
 
     def _finish(self, now: dt.datetime) -> None:
         self.completedAt = iso(now)

@@ -36,10 +36,19 @@ def resolve_cap(local: int | None, host: int | None) -> int | None:
 
 
 class WorkflowExecutor:
-    def __init__(self, workflow: Workflow, run: WorkflowRun, services: EngineServices):
+    def __init__(
+        self,
+        workflow: Workflow,
+        run: WorkflowRun,
+        services: EngineServices,
+        *,
+        inputs: dict[str, Any] | None = None,
+    ):
         self.workflow = workflow
         self.run = run
         self.services = services
+        # Resume inputs reach expressions without being written into the record (they may be secret).
+        self.inputs = run.inputs if inputs is None else inputs
         self.lock = threading.RLock()
         self.suspending = threading.Event()
 
@@ -48,8 +57,8 @@ class WorkflowExecutor:
     def _now(self) -> str:
         return iso(self.services.clock.now())
 
-    def _emit(self, kind: str, **fields: Any) -> None:
-        self.services.emit({"event": kind, "at": self._now(), **fields})
+    def _emit(self, name: str, /, **fields: Any) -> None:
+        self.services.emit({"event": name, "at": self._now(), **fields})
 
     def _save(self) -> None:
         with self.lock:
@@ -67,11 +76,13 @@ class WorkflowExecutor:
 
     # -- the run -----------------------------------------------------------------------------
 
-    def execute(self) -> WorkflowRun:
+    def execute(self, *, resumed: bool = False) -> WorkflowRun:
         with self.lock:
             self.run.start(self.services.clock.now())
         self._save()
-        self._emit("run_started", runId=self.run.id, workflow=self.run.workflowName)
+        self._emit(
+            "run_resumed" if resumed else "run_started", runId=self.run.id, workflow=self.run.workflowName
+        )
         nodes = [Node(j.name, j.weight, tuple(d.job for d in j.dependsOn)) for j in self.workflow.jobs]
         cap = resolve_cap(self.workflow.concurrency, self.services.max_concurrency)
         for level in topological_levels(nodes):
@@ -198,7 +209,7 @@ class WorkflowExecutor:
             steps.update(_step_views(job_run))
             return Scope(
                 {
-                    "inputs": self.run.inputs,
+                    "inputs": self.inputs,
                     "run": {
                         "id": self.run.id,
                         "workflowId": self.run.workflowId,
@@ -260,7 +271,7 @@ class WorkflowExecutor:
             step_run.start(now())
         self._emit("step_started", job=job.name, step=step_run.name, task=step.task.type)
         execution = StepExecution(self.run, job_run, step_run, step, scope, self.services)
-        outcome = dispatch(step.task, execution, self.lock)
+        outcome = dispatch(step.task, execution)
         self._apply(job, step, step_run, outcome)
 
     def _apply(self, job: Job, step: Step, step_run: StepRun, outcome: Outcome) -> None:
@@ -285,8 +296,10 @@ class WorkflowExecutor:
                 durationMs=step_run.durationMs,
             )
         elif isinstance(outcome, Suspended):
+            with self.lock:
+                details = outcome.open_wait(step_run, now)
             self.suspending.set()
-            self._emit("step_waiting", job=job.name, step=step_run.name, **outcome.details)
+            self._emit("step_waiting", job=job.name, step=step_run.name, **details)
 
 
 def _step_def(job: Job, name: str) -> Step:

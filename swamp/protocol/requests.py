@@ -83,6 +83,61 @@ def _workflow_history_get(payload: dict[str, Any], emit: Emit) -> dict[str, Any]
     return history_get(_app(payload), payload["run"])
 
 
+def _workflow_approve(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    return _decide(payload, approved=True)
+
+
+def _workflow_reject(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    return _decide(payload, approved=False)
+
+
+def _decide(payload: dict[str, Any], *, approved: bool) -> dict[str, Any]:
+    from ..app.gates import decide
+
+    return decide(
+        _app(payload),
+        payload["workflow"],
+        payload["step"],
+        approved=approved,
+        run_ref=payload.get("run"),
+        job=payload.get("job"),
+        reason=payload.get("reason"),
+        claim_timeout=payload.get("claimTimeout"),
+    )
+
+
+def _workflow_approvals(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    from ..app.gates import list_approvals
+
+    return list_approvals(_app(payload), payload.get("workflow"))
+
+
+def _workflow_resume(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    from ..app.resume import resume
+
+    return resume(
+        _app(payload),
+        payload["workflow"],
+        run_ref=payload.get("run"),
+        inputs=payload.get("inputs"),
+        from_step=payload.get("from"),
+        claim_timeout=payload.get("claimTimeout"),
+        emit=emit,
+    )
+
+
+def _workflow_cancel(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    from ..app.cancel import cancel
+
+    return cancel(
+        _app(payload),
+        payload["workflow"],
+        run_ref=payload.get("run"),
+        reason=payload.get("reason"),
+        claim_timeout=payload.get("claimTimeout"),
+    )
+
+
 def _model_list(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
     from ..app.models import list_models
 
@@ -108,6 +163,16 @@ def _model_type_list(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
 
 REPO = {"repoDir": Field(str)}
+CLAIM = {"claimTimeout": Field((int, float))}
+DECISION = {
+    **REPO,
+    **CLAIM,
+    "workflow": Field(str, True),
+    "step": Field(str, True),
+    "run": Field(str),
+    "job": Field(str),
+    "reason": Field(str),
+}
 
 REQUEST_TYPES: dict[str, RequestType] = {
     r.name: r
@@ -126,6 +191,26 @@ REQUEST_TYPES: dict[str, RequestType] = {
             "workflow.history", {**REPO, "workflow": Field(str), "limit": Field(int)}, _workflow_history
         ),
         RequestType("workflow.history.get", {**REPO, "run": Field(str, True)}, _workflow_history_get),
+        RequestType("workflow.approve", DECISION, _workflow_approve),
+        RequestType("workflow.reject", DECISION, _workflow_reject),
+        RequestType("workflow.approvals", {**REPO, "workflow": Field(str)}, _workflow_approvals),
+        RequestType(
+            "workflow.resume",
+            {
+                **REPO,
+                **CLAIM,
+                "workflow": Field(str, True),
+                "run": Field(str),
+                "inputs": Field(dict),
+                "from": Field(str),
+            },
+            _workflow_resume,
+        ),
+        RequestType(
+            "workflow.cancel",
+            {**REPO, **CLAIM, "workflow": Field(str, True), "run": Field(str), "reason": Field(str)},
+            _workflow_cancel,
+        ),
         RequestType("model.list", {**REPO}, _model_list),
         RequestType("model.get", {**REPO, "model": Field(str, True)}, _model_get),
         RequestType(

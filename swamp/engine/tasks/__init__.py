@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import threading
-
-from ...domain.definition import ModelMethodTask, Task
-from . import model_method
+from ...domain.definition import ManualApprovalTask, ModelMethodTask, Task
+from . import manual_approval, model_method
 from .base import Outcome, StepExecution
 
 
-def dispatch(task: Task, execution: StepExecution, lock: threading.RLock) -> Outcome:
+def dispatch(task: Task, execution: StepExecution) -> Outcome:
     if isinstance(task, ModelMethodTask):
         return model_method.execute(task, execution)
+    if isinstance(task, ManualApprovalTask):
+        return manual_approval.execute(task, execution)
     raise TypeError(f"no handler for task type {task.type!r}")

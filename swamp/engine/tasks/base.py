@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +46,10 @@ class Failed:
 
 @dataclass(frozen=True)
 class Suspended:
-    """The step now waits (its StepRun already carries the wait); the run will suspend."""
+    """The step starts waiting: `open_wait` puts the wait on the StepRun (called under the run's
+    lock) and returns the details for the `step_waiting` event. The run then suspends."""
 
-    details: dict[str, Any]
+    open_wait: Callable[[StepRun, dt.datetime], dict[str, Any]]
 
 
 Outcome = Succeeded | Failed | Suspended

@@ -1,0 +1,93 @@
+"""Finding the run a command means, and changing it under its claim.
+
+Every command that changes a run goes through `change_run`: take the claim, re-read the record,
+apply the change, save. A change that raises leaves the record exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from ..domain.errors import RunAmbiguous, RunNotFound, WorkflowNotFound
+from ..domain.run import WorkflowRun
+from ..store.claim import RunClaim, is_held
+from .context import App
+
+T = TypeVar("T")
+
+
+def workflow_id_for(app: App, workflow_ref: str) -> tuple[str, str]:
+    """(workflowId, workflowName) from a workflow name or id; runs outlive their workflow files."""
+    try:
+        wf = app.workflows.get(workflow_ref).workflow
+        return wf.id, wf.name
+    except WorkflowNotFound:
+        for path in app.runs.record_paths():
+            if path.parent.name == workflow_ref:
+                return workflow_ref, workflow_ref
+        runs, _ = app.runs.list_runs()
+        for run in runs:
+            if run.workflowName == workflow_ref:
+                return run.workflowId, run.workflowName
+        raise
+
+
+def is_interrupted(app: App, run: WorkflowRun) -> bool:
+    """A run recorded as running whose process is gone (nobody holds its claim)."""
+    return run.status == "running" and not is_held(app.layout, run.id)
+
+
+def resolve_run(
+    app: App,
+    workflow_ref: str,
+    run_ref: str | None,
+    statuses: Iterable[str],
+    *,
+    verb: str,
+) -> WorkflowRun:
+    """The run a command means: `--run` (ID or prefix) or the workflow's single run in `statuses`."""
+    workflow_id, name = workflow_id_for(app, workflow_ref)
+    if run_ref:
+        return app.runs.find(run_ref, workflow_id)
+    wanted = set(statuses)
+    runs, _ = app.runs.list_runs(workflow_id)
+    candidates = [
+        r for r in runs if r.status in wanted or ("interrupted" in wanted and is_interrupted(app, r))
+    ]
+    shown = " or ".join(sorted(wanted))
+    if not candidates:
+        raise RunNotFound(
+            f"Workflow '{name}' has no {shown} run to {verb}. "
+            f"See its runs with: swamp workflow history {name}",
+            {"workflow": name, "statuses": sorted(wanted)},
+        )
+    if len(candidates) > 1:
+        ids = [r.id for r in candidates]
+        raise RunAmbiguous(
+            f"Workflow '{name}' has {len(ids)} {shown} runs; say which with --run RUN_ID "
+            f"(one of: {', '.join(ids)})",
+            {"workflow": name, "runIds": ids},
+        )
+    return candidates[0]
+
+
+def suspended_runs(app: App, workflow_id: str | None = None) -> list[WorkflowRun]:
+    runs, _ = app.runs.list_runs(workflow_id)
+    return [r for r in runs if r.status == "suspended"]
+
+
+def change_run(
+    app: App,
+    run: WorkflowRun,
+    change: Callable[[WorkflowRun], T],
+    *,
+    purpose: str,
+    claim_timeout: float | None = None,
+) -> tuple[WorkflowRun, T]:
+    """Claim, re-read, change, save. Returns the saved run and what `change` returned."""
+    with RunClaim(app.layout, run.id, timeout=claim_timeout, purpose=purpose):
+        fresh = app.runs.load(run.workflowId, run.id)
+        result = change(fresh)
+        app.runs.save(fresh)
+    return fresh, result

@@ -1,0 +1,77 @@
+"""workflow approve / reject / approvals: the manual_approval gate's commands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain.run import WorkflowRun
+from .access import change_run, resolve_run, suspended_runs
+from .context import App
+
+
+def decide(
+    app: App,
+    workflow_ref: str,
+    step_name: str,
+    *,
+    approved: bool,
+    run_ref: str | None = None,
+    job: str | None = None,
+    reason: str | None = None,
+    claim_timeout: float | None = None,
+) -> dict[str, Any]:
+    run = resolve_run(app, workflow_ref, run_ref, ["suspended"], verb="approve" if approved else "reject")
+    user = app.user
+
+    def apply(fresh: WorkflowRun) -> dict[str, Any]:
+        now = app.clock.now()
+        job_run, step_run = fresh.decide_gate(
+            now, step_name, approved=approved, user=user, reason=reason, job=job
+        )
+        assert step_run.approval is not None and step_run.approval.decision is not None
+        return {"jobName": job_run.name, "stepName": step_run.name, **step_run.approval.decision.as_outputs()}
+
+    saved, decision = change_run(
+        app, run, apply, purpose="approve" if approved else "reject", claim_timeout=claim_timeout
+    )
+    remaining = [s.name for _, s in saved.open_gates(app.clock.now())]
+    doc: dict[str, Any] = {
+        "runId": saved.id,
+        "workflowName": saved.workflowName,
+        **decision,
+        "runStatus": saved.status,
+        "openGates": remaining,
+    }
+    if approved:
+        doc["next"] = (
+            [f"swamp workflow approve {saved.workflowName} {name} --run {saved.id}" for name in remaining]
+            if remaining
+            else [f"swamp workflow resume {saved.workflowName} --run {saved.id}"]
+        )
+    return doc
+
+
+def list_approvals(app: App, workflow_ref: str | None = None) -> dict[str, Any]:
+    from .access import workflow_id_for
+
+    workflow_id = workflow_id_for(app, workflow_ref)[0] if workflow_ref else None
+    now = app.clock.now()
+    gates = []
+    for run in suspended_runs(app, workflow_id):
+        for job_run, step_run in run.open_gates(now):
+            gate = step_run.approval
+            assert gate is not None
+            gates.append(
+                {
+                    "workflowName": run.workflowName,
+                    "workflowId": run.workflowId,
+                    "runId": run.id,
+                    "jobName": job_run.name,
+                    "stepName": step_run.name,
+                    "prompt": gate.prompt,
+                    "suspendedAt": gate.openedAt,
+                    "deadline": gate.deadline,
+                }
+            )
+    gates.sort(key=lambda g: (g["suspendedAt"], g["runId"], g["stepName"]))
+    return {"approvals": gates}

@@ -1,0 +1,90 @@
+"""workflow resume: continue a suspended run, or retry a failed one from a step (--from)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain.errors import ApprovalPending, RunNotSuspended
+from ..domain.retry import steps_to_reset
+from ..domain.run import WorkflowRun
+from ..engine.executor import WorkflowExecutor
+from ..engine.ports import Emit
+from ..store.claim import RunClaim
+from .access import resolve_run
+from .context import App
+from .run import engine_services, workflow_of
+from .views import run_document
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        merged[key] = (
+            _deep_merge(merged[key], value)
+            if isinstance(value, dict) and isinstance(merged.get(key), dict)
+            else value
+        )
+    return merged
+
+
+def resume(
+    app: App,
+    workflow_ref: str,
+    *,
+    run_ref: str | None = None,
+    inputs: dict[str, Any] | None = None,
+    from_step: str | None = None,
+    claim_timeout: float | None = None,
+    emit: Emit | None = None,
+) -> dict[str, Any]:
+    statuses = ["failed", "interrupted"] if from_step else ["suspended", "interrupted"]
+    found = resolve_run(app, workflow_ref, run_ref, statuses, verb="resume")
+    with RunClaim(app.layout, found.id, timeout=claim_timeout, purpose="resume"):
+        run = app.runs.load(found.workflowId, found.id)
+        workflow = workflow_of(run)
+        now = app.clock.now()
+        if run.status == "running":  # we hold the claim, so the process that ran it is gone
+            run.interrupt(now)
+            app.runs.save(run)
+            if not from_step:
+                raise RunNotSuspended(
+                    f"Run {run.id} was interrupted (its process stopped) and is now marked failed; "
+                    f"retry it with: swamp workflow resume {run.workflowName} --run {run.id} --from STEP",
+                    {"runId": run.id, "status": run.status},
+                )
+        if from_step:
+            prepare_retry(run, workflow_ref, from_step, workflow)
+        else:
+            prepare_continue(app, run)
+        merged = _deep_merge(run.inputs, inputs or {})
+        run.resume(now, sorted((inputs or {}).keys()))
+        app.runs.save(run)
+        WorkflowExecutor(workflow, run, engine_services(app, emit), inputs=merged).execute(resumed=True)
+    return run_document(app, run)
+
+
+def prepare_retry(run: WorkflowRun, workflow_ref: str, from_step: str, workflow: Any) -> None:
+    if run.status != "failed":
+        raise RunNotSuspended(
+            f"--from retries a failed run; run {run.id} is {run.status}",
+            {"runId": run.id, "status": run.status},
+        )
+    run.reset_steps(steps_to_reset(workflow, from_step))
+
+
+def prepare_continue(app: App, run: WorkflowRun) -> None:
+    """Refuse while a wait is open; fail what passed its deadline. Refusals change nothing."""
+    run.ensure_suspended()
+    now = app.clock.now()
+    open_gates = run.open_gates(now)
+    if open_gates:
+        names = [s.name for _, s in open_gates]
+        first = names[0]
+        raise ApprovalPending(
+            f"Step '{first}' is still awaiting approval; decide it first: "
+            f"swamp workflow approve {run.workflowName} {first} --run {run.id}",
+            {"runId": run.id, "steps": names},
+        )
+    workflow = workflow_of(run)
+    allow = {s.name: s.allowFailure for j in workflow.jobs for s in j.steps}
+    run.expire_gates(now, allow)

@@ -1,0 +1,45 @@
+"""Supersede: a new run cancels the suspended runs of its workflow that have the same inputs.
+
+A run that cannot be claimed right now is left alone and reported as skipped (reason `busy`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain.definition import Workflow
+from ..domain.run import WorkflowRun
+from ..store.claim import RunClaim
+from .context import App
+
+
+def supersede(app: App, workflow: Workflow, new_run: WorkflowRun) -> list[dict[str, Any]]:
+    runs, _ = app.runs.list_runs(workflow.id)
+    report: list[dict[str, Any]] = []
+    for old in runs:
+        if old.status != "suspended" or old.inputs != new_run.inputs:
+            continue
+        claim = RunClaim(app.layout, old.id, purpose="supersede")
+        if not claim.try_acquire():
+            report.append({"runId": old.id, "action": "skipped", "reason": "busy"})
+            continue
+        try:
+            fresh = app.runs.load(old.workflowId, old.id)
+            if fresh.status != "suspended" or fresh.inputs != new_run.inputs:
+                continue
+            keep = keep_reason(fresh, app)
+            if keep is not None:
+                report.append({"runId": fresh.id, "action": "skipped", **keep})
+                continue
+            reason = f"superseded by run {new_run.id}"
+            fresh.cancel(app.clock.now(), reason)
+            app.runs.save(fresh)
+            report.append({"runId": fresh.id, "action": "cancelled", "reason": reason})
+        finally:
+            claim.release()
+    return report
+
+
+def keep_reason(run: WorkflowRun, app: App) -> dict[str, Any] | None:
+    """Why a suspended run must not be superseded (None: it may be)."""
+    return None

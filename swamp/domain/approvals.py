@@ -1,0 +1,52 @@
+"""The manual_approval gate's state on a StepRun, and its deadline rule.
+
+A gate is open while it has no decision and its deadline (openedAt + timeout) has not passed;
+expired iff now > deadline. An expired gate refuses approve and reject, and the next resume fails
+its step with reason `approval_timeout`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+APPROVAL_TIMEOUT = "approval_timeout"
+REJECTED = "rejected"
+
+
+class ApprovalDecision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    approved: bool
+    decidedBy: str
+    decidedAt: str
+    reason: str | None = None
+
+    def as_outputs(self) -> dict[str, Any]:
+        return {
+            "approved": self.approved,
+            "decidedBy": self.decidedBy,
+            "decidedAt": self.decidedAt,
+            "reason": self.reason,
+        }
+
+
+class ApprovalGate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str
+    openedAt: str
+    timeout: float | None = None
+    deadline: str | None = None
+    decision: ApprovalDecision | None = None
+
+    def is_expired(self, now: dt.datetime) -> bool:
+        from .run import parse_iso
+
+        return self.deadline is not None and now > parse_iso(self.deadline)
+
+
+def deadline_after(opened: dt.datetime, timeout: float | None) -> dt.datetime | None:
+    return opened + dt.timedelta(seconds=timeout) if timeout is not None else None

@@ -1,0 +1,129 @@
+"""The run claim: one process at a time may change a run.
+
+A claim is an exclusive lock on .swamp/locks/<runId>.lock, held from re-reading the record to saving
+it (and by run and resume for as long as they execute). The OS releases it when the holder dies, so
+a crashed process never blocks the next command. Waiting is bounded; past the bound the command
+gives up with ClaimTimeout (exit 75) and can simply be retried.
+
+The lock is fcntl.flock on POSIX (portalocker's own mechanism there, without the ~90 ms its
+package import costs on the start-up path of `swamp workflow signal`); portalocker elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..domain.errors import ClaimTimeout
+from .repo import RepoLayout
+
+DEFAULT_TIMEOUT = 5.0
+POLL_SECONDS = 0.02
+
+try:
+    import fcntl
+
+    def _try_lock(handle: Any) -> bool:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+except ImportError:  # pragma: no cover - not POSIX
+
+    def _try_lock(handle: Any) -> bool:
+        import portalocker
+
+        try:
+            portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
+        except portalocker.exceptions.LockException:
+            return False
+        return True
+
+
+def default_timeout() -> float:
+    raw = os.environ.get("SWAMP_CLAIM_TIMEOUT")
+    try:
+        return float(raw) if raw else DEFAULT_TIMEOUT
+    except ValueError:
+        return DEFAULT_TIMEOUT
+
+
+class RunClaim:
+    def __init__(self, layout: RepoLayout, run_id: str, *, timeout: float | None = None, purpose: str = ""):
+        self.path: Path = layout.locks_dir / f"{run_id}.lock"
+        self.run_id = run_id
+        self.timeout = default_timeout() if timeout is None else timeout
+        self.purpose = purpose
+        self._handle: Any = None
+
+    def acquire(self) -> RunClaim:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+")  # noqa: SIM115 - held open for the life of the claim
+        deadline = time.monotonic() + self.timeout
+        while not _try_lock(handle):
+            if time.monotonic() >= deadline:
+                holder = self._holder(handle)
+                handle.close()
+                raise ClaimTimeout(
+                    f"Run {self.run_id} is busy{holder} and its claim could not be had within "
+                    f"{self.timeout:g}s; try again (or raise --claim-timeout)",
+                    {"runId": self.run_id, "timeout": self.timeout},
+                )
+            time.sleep(POLL_SECONDS)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps({"pid": os.getpid(), "purpose": self.purpose}))
+        handle.flush()
+        self._handle = handle
+        return self
+
+    def try_acquire(self) -> bool:
+        """Take the claim only if it is free right now."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+")  # noqa: SIM115
+        if not _try_lock(handle):
+            handle.close()
+            return False
+        self._handle = handle
+        return True
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    @staticmethod
+    def _holder(handle: Any) -> str:
+        try:
+            handle.seek(0)
+            info = json.loads(handle.read() or "{}")
+        except (OSError, ValueError):
+            return ""
+        if not info.get("pid"):
+            return ""
+        return f" (held by pid {info['pid']}{': ' + info['purpose'] if info.get('purpose') else ''})"
+
+    def __enter__(self) -> RunClaim:
+        if self._handle is None:
+            self.acquire()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+def is_held(layout: RepoLayout, run_id: str) -> bool:
+    """Whether some live process holds the run's claim (used to spot interrupted runs)."""
+    probe = RunClaim(layout, run_id)
+    if probe.try_acquire():
+        probe.release()
+        return False
+    return True
