@@ -1,0 +1,237 @@
+"""Helpers for the tests: the CLI in real subprocesses, repositories, workflow builders.
+
+`repo` is a fresh repository per test; `shared_repo` is one repository per test module for tests
+that only add their own uniquely named workflows. Both come with a `command/shell` model named
+`sh` and a Python extension model type `@test/echo` (definition `echo`) whose `echo` method
+returns its arguments, so tests can see exactly what a step received.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+SWAMP = Path(sys.executable).with_name("swamp")
+
+# Variables that change what swamp does; a test run must not inherit them from the caller.
+SCRUBBED = ("SWAMP_REPO_DIR", "SWAMP_NOW", "SWAMP_DEBUG", "SWAMP_MAX_CONCURRENT_STEPS", "NO_COLOR")
+
+ECHO_EXTENSION = '''\
+"""A test model type: `echo` returns its arguments, `fail` raises, `items` returns a list."""
+
+
+def echo(args, ctx):
+    ctx.log("echo called")
+    return {"args": args, "step": ctx.step_name}
+
+
+def fail(args, ctx):
+    raise RuntimeError(args.get("message", "boom"))
+
+
+model = {
+    "type": "@test/echo",
+    "version": "1",
+    "description": "Echo arguments back",
+    "methods": {
+        "echo": {"description": "Return the arguments", "arguments": {"type": "object"}, "execute": echo},
+        "fail": {"description": "Raise", "arguments": {"type": "object"}, "execute": fail},
+    },
+}
+'''
+
+SH_MODEL = {
+    "id": "5e5e5e5e-0000-4000-8000-000000000001",
+    "name": "sh",
+    "type": "command/shell",
+    "globalArguments": {},
+    "methods": {"execute": {"arguments": {"run": "true"}}},
+}
+ECHO_MODEL = {
+    "id": "5e5e5e5e-0000-4000-8000-000000000002",
+    "name": "echo",
+    "type": "@test/echo",
+    "globalArguments": {},
+    "methods": {},
+}
+
+
+class Result(NamedTuple):
+    code: int
+    out: str
+    err: str
+    json: Any
+
+
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
+    env.update(extra or {})
+    return env
+
+
+def run_swamp(
+    *args: str,
+    cwd: Path | str,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 60,
+) -> Result:
+    """Run the real `swamp` executable; parse stdout as JSON when --json was given."""
+    done = subprocess.run(
+        [str(SWAMP), *args],
+        cwd=str(cwd),
+        env=clean_env(env),
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    parsed = None
+    if "--json" in args:
+        try:
+            parsed = json.loads(done.stdout)
+        except ValueError:
+            parsed = None
+    return Result(done.returncode, done.stdout, done.stderr, parsed)
+
+
+# -- workflow builders -------------------------------------------------------------------------
+
+
+def sh(name: str, run: str, **step: Any) -> dict[str, Any]:
+    """A step that runs `run` with the builtin command/shell model `sh`."""
+    return {
+        "name": name,
+        "task": {
+            "type": "model_method",
+            "modelIdOrName": "sh",
+            "methodName": "execute",
+            "inputs": {"run": run},
+        },
+        **step,
+    }
+
+
+def echo(name: str, inputs: dict[str, Any] | str | None = None, **step: Any) -> dict[str, Any]:
+    """A step that calls the `@test/echo` extension; its outputs are `{args, step}`."""
+    return {
+        "name": name,
+        "task": {
+            "type": "model_method",
+            "modelIdOrName": "echo",
+            "methodName": "echo",
+            "inputs": inputs if inputs is not None else {},
+        },
+        **step,
+    }
+
+
+def job(name: str, *steps: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"name": name, "steps": list(steps), **fields}
+
+
+def dep(ref: str, kind: str = "succeeded", key: str = "step") -> dict[str, Any]:
+    return {key: ref, "condition": {"type": kind}}
+
+
+def jdep(ref: str, kind: str = "succeeded") -> dict[str, Any]:
+    return dep(ref, kind, key="job")
+
+
+# -- repositories ------------------------------------------------------------------------------
+
+
+@dataclass
+class Repo:
+    root: Path
+
+    # CLI, in a real subprocess
+    def swamp(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        input: str | None = None,
+        cwd: Path | str | None = None,
+    ) -> Result:
+        return run_swamp(*args, cwd=cwd or self.root, env=env, input=input)
+
+    # the request layer, in process
+    def handle(self, request: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        from swamp.protocol.requests import handle
+
+        return handle(request, {**(payload or {}), "repoDir": str(self.root)})
+
+    def run(self, workflow: str, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self.handle("workflow.run", {"workflow": workflow, "inputs": inputs or {}})
+
+    # files
+    def write_workflow(
+        self, name: str, jobs: Iterable[dict[str, Any]] | None = None, *, raw: str | None = None, **top: Any
+    ) -> str:
+        path = self.root / "workflows" / f"workflow-{name}.yaml"
+        if raw is None:
+            doc = {"id": str(uuid.uuid4()), "name": name, **top, "jobs": list(jobs or [])}
+            raw = yaml.safe_dump(doc, sort_keys=False)
+        path.write_text(raw, encoding="utf-8")
+        return name
+
+    def write_model(self, doc: dict[str, Any]) -> Path:
+        path = self.root / "models" / doc["type"] / f"{doc['name']}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        return path
+
+    def write_extension(self, filename: str, text: str) -> Path:
+        path = self.root / "extensions" / "models" / filename
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def run_files(self) -> list[Path]:
+        base = self.root / ".swamp" / "workflow-runs"
+        return sorted(base.rglob("*.json")) if base.is_dir() else []
+
+    def read(self, name: str) -> str:
+        return (self.root / name).read_text(encoding="utf-8")
+
+    def lines(self, name: str) -> list[str]:
+        path = self.root / name
+        return path.read_text(encoding="utf-8").split() if path.exists() else []
+
+
+def make_repo(path: Path) -> Repo:
+    result = run_swamp("repo", "init", str(path), cwd=path.parent)
+    assert result.code == 0, result
+    repo = Repo(path.resolve())
+    repo.write_model(SH_MODEL)
+    repo.write_model(ECHO_MODEL)
+    repo.write_extension("echo.py", ECHO_EXTENSION)
+    return repo
+
+
+def step_of(doc: dict[str, Any], job_name: str, step_name: str) -> dict[str, Any]:
+    for j in doc["jobs"]:
+        if j["name"] == job_name:
+            for s in j["steps"]:
+                if s["name"] == step_name:
+                    return s
+    raise AssertionError(f"no step {job_name}.{step_name} in {[j['name'] for j in doc['jobs']]}")
+
+
+def job_of(doc: dict[str, Any], job_name: str) -> dict[str, Any]:
+    for j in doc["jobs"]:
+        if j["name"] == job_name:
+            return j
+    raise AssertionError(f"no job {job_name}")
+
+
+def statuses(doc: dict[str, Any], job_name: str) -> dict[str, str]:
+    return {s["name"]: s["status"] for s in job_of(doc, job_name)["steps"]}
