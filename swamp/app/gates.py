@@ -51,6 +51,38 @@ def decide(
     return doc
 
 
+def reject_wait(
+    app: App, wait_id: str, *, reason: str | None = None, claim_timeout: float | None = None
+) -> dict[str, Any]:
+    from ..domain.waits import check_wait_id
+
+    check_wait_id(wait_id)
+    run = app.runs.find_wait(wait_id)
+    if run is None:
+        from ..domain.waits import WaitNotFound
+
+        raise WaitNotFound(
+            f"No wait {wait_id}; list open waits with: swamp workflow waits", {"waitId": wait_id}
+        )
+    user = app.user
+
+    def apply(fresh: WorkflowRun) -> dict[str, Any]:
+        job_run, step_run = fresh.reject_wait(app.clock.now(), wait_id, user, reason)
+        return {"jobName": job_run.name, "stepName": step_run.name}
+
+    saved, where = change_run(app, run, apply, purpose="reject", claim_timeout=claim_timeout)
+    return {
+        "runId": saved.id,
+        "workflowName": saved.workflowName,
+        "waitId": wait_id,
+        **where,
+        "approved": False,
+        "decidedBy": user,
+        "reason": reason,
+        "runStatus": saved.status,
+    }
+
+
 def list_approvals(app: App, workflow_ref: str | None = None) -> dict[str, Any]:
     from .access import workflow_id_for
 

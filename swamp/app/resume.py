@@ -77,7 +77,8 @@ def prepare_continue(app: App, run: WorkflowRun) -> None:
     run.ensure_suspended()
     now = app.clock.now()
     open_gates = run.open_gates(now)
-    if open_gates:
+    open_waits = [s.wait.waitId for _, s in run.open_waits(now) if s.wait is not None]
+    if open_gates and not open_waits:
         names = [s.name for _, s in open_gates]
         first = names[0]
         raise ApprovalPending(
@@ -85,6 +86,8 @@ def prepare_continue(app: App, run: WorkflowRun) -> None:
             f"swamp workflow approve {run.workflowName} {first} --run {run.id}",
             {"runId": run.id, "steps": names},
         )
+    run.ensure_no_open_waits(now)
     workflow = workflow_of(run)
     allow = {s.name: s.allowFailure for j in workflow.jobs for s in j.steps}
     run.expire_gates(now, allow)
+    run.expire_waits(now, allow)

@@ -41,5 +41,9 @@ def supersede(app: App, workflow: Workflow, new_run: WorkflowRun) -> list[dict[s
 
 
 def keep_reason(run: WorkflowRun, app: App) -> dict[str, Any] | None:
-    """Why a suspended run must not be superseded (None: it may be)."""
+    """Why a suspended run must not be superseded (None: it may be). A run waiting for a signal is
+    never superseded: otherwise a workflow without inputs would cancel its own waiting run."""
+    waits = [s.wait.waitId for _, s in run.unsettled_waits() if s.wait is not None]
+    if waits:
+        return {"reason": "wait_open", "waitIds": waits}
     return None

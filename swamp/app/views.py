@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..domain.run import WorkflowRun
@@ -20,8 +21,22 @@ def run_document(app: App, run: WorkflowRun) -> dict[str, Any]:
 def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
     """What a suspended run waits for, and the exact commands that move it on."""
     now = app.clock.now()
+    from ..domain.waits import example_value
+
     others = [r for r in app.runs.list_runs(run.workflowId)[0] if r.status == "suspended" and r.id != run.id]
-    pick = f" --run {run.id}" if others else ""
+    waits = [
+        {
+            "waitId": step.wait.waitId,
+            "jobName": job.name,
+            "stepName": step.name,
+            "deadline": step.wait.deadline,
+            "description": step.wait.description,
+            "schema": step.wait.schema_,
+        }
+        for job, step in run.open_waits(now)
+        if step.wait is not None
+    ]
+    pick = f" --run {run.id}" if others or waits else ""
     wf = run.workflowName
     gates = [
         {
@@ -34,11 +49,15 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
         if step.approval is not None
     ]
     commands: list[str] = []
+    for _, step in run.open_waits(now):
+        assert step.wait is not None
+        example = json.dumps(example_value(step.wait.schema_), separators=(",", ":"), ensure_ascii=False)
+        commands.append(f"swamp workflow signal {step.wait.waitId} --payload '{example}'")
     for gate in gates:
         commands.append(f"swamp workflow approve {wf} {gate['stepName']}{pick}")
         commands.append(f"swamp workflow reject {wf} {gate['stepName']}{pick}")
     commands.append(f"swamp workflow resume {wf}{pick}")
-    return {"gates": gates, "next": commands}
+    return {"gates": gates, "waits": waits, "next": commands}
 
 
 def run_summary(run: WorkflowRun) -> dict[str, Any]:

@@ -31,6 +31,17 @@ def duration(ms: int | None) -> str:
     return f"{ms // 60_000}m{(ms % 60_000) // 1000}s"
 
 
+def time_left(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+    return f"{seconds // 86400}d{(seconds % 86400) // 3600}h"
+
+
 def status_text(status: str) -> str:
     return style(f"{ICONS.get(status, '?')} {status}", COLORS.get(status))
 
@@ -69,6 +80,9 @@ class RunProgress:
         elif kind == "step_failed":
             allowed = " (failure allowed)" if event.get("allowedFailure") else ""
             line = f"{style(job, 'blue')} │ {style('✗', 'red')} {step}{allowed}: {event.get('error')}"
+        elif kind == "step_waiting":
+            what = f"a signal ({event.get('waitId')})" if event.get("kind") == "signal" else "approval"
+            line = f"{style(job, 'blue')} │ ⏸ {step} waiting for {what}"
         elif kind == "step_skipped":
             reason = event.get("reason")
             detail = f" · guard: {event.get('guard')}" if reason == "guarded" else ""
@@ -92,6 +106,10 @@ def run_outcome(doc: dict[str, Any]) -> None:
         out(f"  Details: swamp workflow history get {doc['id']}")
     elif status == "suspended":
         out(f"{status_text(status)}: workflow {name} (run {doc['id']})")
+        for wait in doc.get("waits", []):
+            about = f": {wait['description']}" if wait.get("description") else ""
+            out(f"  Waiting for a signal: {wait['jobName']}.{wait['stepName']}{about}")
+            out(f"    wait ID {style(wait['waitId'], bold=True)}, deadline {wait['deadline']}")
         for gate in doc.get("gates", []):
             deadline = f" (deadline {gate['deadline']})" if gate.get("deadline") else ""
             out(f"  Waiting for approval: {gate['jobName']}.{gate['stepName']}: {gate['prompt']}{deadline}")

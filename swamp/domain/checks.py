@@ -95,6 +95,17 @@ def run_checks(
         )
     if workflow.inputs is not None:
         add("Inputs schema", [f"inputs{p}" for p in validation.schema_problems(workflow.inputs)])
+    from .definition import WaitForSignalTask
+
+    wait_problems = []
+    for job in workflow.jobs:
+        for step in job.steps:
+            if isinstance(step.task, WaitForSignalTask):
+                wait_problems += [
+                    f"step '{step.name}' task.schema{p if p.startswith('/') else ': ' + p}"
+                    for p in validation.schema_problems(step.task.schema_)
+                ]
+    add("Wait schemas", wait_problems)
     problems = []
     for where, source in expression_sites(workflow):
         try:

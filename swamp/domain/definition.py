@@ -11,7 +11,16 @@ import difflib
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .conditions import Condition
 from .errors import WorkflowInvalid
@@ -41,13 +50,24 @@ class ModelMethodTask(_Strict):
 class ManualApprovalTask(_Strict):
     type: Literal["manual_approval"]
     prompt: str = Field(min_length=1)
-    timeout: float | None = Field(default=None, gt=0, le=10 * 365 * 86400)
+    timeout: StrictInt | StrictFloat | None = Field(default=None, gt=0, le=10 * 365 * 86400)
 
 
-Task = Annotated[ModelMethodTask | ManualApprovalTask, Field(discriminator="type")]
+MAX_WAIT_SECONDS = 10 * 365 * 86400
+
+
+class WaitForSignalTask(_Strict):
+    type: Literal["wait_for_signal"]
+    timeout: StrictInt | StrictFloat = Field(gt=0, le=MAX_WAIT_SECONDS)
+    schema_: dict[str, Any] | bool = Field(default_factory=dict, alias="schema")
+    description: str | None = None
+
+
+Task = Annotated[ModelMethodTask | ManualApprovalTask | WaitForSignalTask, Field(discriminator="type")]
 TASK_TYPES: dict[str, type[BaseModel]] = {
     "model_method": ModelMethodTask,
     "manual_approval": ManualApprovalTask,
+    "wait_for_signal": WaitForSignalTask,
 }
 
 

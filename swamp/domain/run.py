@@ -8,6 +8,7 @@ reader can never mistake a newer kind of wait for something it understands.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -20,9 +21,23 @@ from .errors import (
     RunUnreadable,
     StepNotFound,
     StepNotWaiting,
+    SwampError,
+)
+from .waits import (
+    WAIT_TIMEOUT,
+    PayloadInvalid,
+    SignalReceipt,
+    SignalWait,
+    WaitExpired,
+    WaitNotFound,
+    WaitOpen,
+    WaitSettled,
+    new_signal_id,
+    payload_digest,
 )
 
 FORMAT_VERSION = 1
+_UNREADABLE = object()  # a payload that could not be read never equals a stored one
 
 RunStatus = Literal["pending", "running", "suspended", "succeeded", "failed", "cancelled"]
 JobStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
@@ -66,6 +81,7 @@ class StepRun(_Record):
     allowedFailure: bool = False
     outputs: Any = None
     approval: ApprovalGate | None = None
+    wait: SignalWait | None = None
 
     @property
     def template(self) -> str:
@@ -128,9 +144,65 @@ class StepRun(_Record):
             self.fail(now, reason or "Approval rejected", reason=REJECTED)
             self.outputs = gate.decision.as_outputs()
 
+    # -- the signal wait ---------------------------------------------------------------------
+
+    def start_waiting(self, wait: SignalWait) -> None:
+        self.status = "waiting"
+        self.wait = wait
+
+    def accept_signal(self, now: dt.datetime, payload: Any, user: str) -> SignalReceipt:
+        """The one place that decides whether a signal is taken: only an open, unexpired wait."""
+        wait = self.wait
+        assert wait is not None
+        if self.status != "waiting" or wait.outcome is not None:
+            raise self.settled_error(payload)
+        if wait.is_expired(now):
+            raise WaitExpired(
+                f"Wait {wait.waitId} (step '{self.name}') expired at {wait.deadline} and takes no signal; "
+                "the next resume fails the step with wait_timeout",
+                {"waitId": wait.waitId, "deadline": wait.deadline},
+            )
+        receipt = SignalReceipt(
+            id=new_signal_id(),
+            waitId=wait.waitId,
+            receivedAt=iso(now),
+            submittedBy=user,
+            payloadSha256=payload_digest(payload),
+        )
+        wait.receipt = receipt
+        wait.outcome = "received"
+        self.succeed(now, {"payload": payload, "signal": receipt.as_signal()})
+        return receipt
+
+    def settled_error(self, payload: Any) -> WaitSettled:
+        wait = self.wait
+        assert wait is not None
+        details: dict[str, Any] = {"waitId": wait.waitId, "outcome": wait.outcome, "status": self.status}
+        if wait.receipt is not None:
+            details["receipt"] = wait.receipt.as_signal()
+            details["samePayload"] = payload_digest(payload) == wait.receipt.payloadSha256
+            said = f"already received signal {wait.receipt.id} at {wait.receipt.receivedAt}"
+        else:
+            said = f"already settled ({wait.outcome or self.status})"
+        return WaitSettled(
+            f"Wait {wait.waitId} (step '{self.name}') {said}; it takes no other signal", details
+        )
+
+    def time_out_wait(self, now: dt.datetime, allowed: bool) -> None:
+        assert self.wait is not None
+        self.wait.outcome = "timed_out"
+        self.fail(
+            now,
+            f"Wait timed out: no signal by {self.wait.deadline}",
+            reason=WAIT_TIMEOUT,
+            allowed=allowed,
+        )
+
     def settle_waiting(self, now: dt.datetime, reason: str, error: str) -> None:
         """Cancel and reject close every open wait: the step fails and is never left waiting."""
         if self.status in WAITING_STEP:
+            if self.wait is not None and self.wait.outcome is None:
+                self.wait.outcome = "rejected" if reason == REJECTED else "cancelled"
             self.fail(now, error, reason=reason)
         elif self.status == "running":
             self.fail(now, "interrupted: " + error, reason="interrupted")
@@ -243,6 +315,7 @@ class WorkflowRun(_Record):
     failureReason: str | None = None
     stepProgress: dict[str, int] = Field(default_factory=dict)
     cancelReason: str | None = None
+    retiredWaitIds: list[str] = Field(default_factory=list)
     definition: dict[str, Any] = Field(default_factory=dict)
     jobs: list[JobRun] = Field(default_factory=list)
 
@@ -447,11 +520,15 @@ class WorkflowRun(_Record):
         ]
 
     def reset_steps(self, reset: dict[str, set[str]]) -> None:
-        """Put the named template steps (and their forEach expansions) and their jobs back to pending."""
+        """Put the named template steps (and their forEach expansions) and their jobs back to pending.
+        Their waits are retired: a retry opens a new wait, and a signal to an old ID finds nothing."""
         for job in self.jobs:
             templates = reset.get(job.name)
             if not templates:
                 continue
+            for step in job.steps:
+                if step.template in templates and step.wait is not None:
+                    self.retiredWaitIds.append(step.wait.waitId)
             rebuilt: list[StepRun] = []
             restored: set[str] = set()
             for step in job.steps:
@@ -469,6 +546,112 @@ class WorkflowRun(_Record):
             job.steps = rebuilt
             job.expandedTemplates = [t for t in job.expandedTemplates if t not in templates]
             job.reset()
+
+    # -- signal waits ------------------------------------------------------------------------
+
+    def find_wait(self, wait_id: str) -> tuple[JobRun, StepRun]:
+        for job, step in self.steps():
+            if step.wait is not None and step.wait.waitId == wait_id:
+                return job, step
+        if wait_id in self.retiredWaitIds:
+            raise WaitNotFound(
+                f"Wait {wait_id} was reset by a retry (resume --from) and is closed; "
+                "the step waits under a new ID: swamp workflow waits",
+                {"waitId": wait_id, "reason": "reset", "runId": self.id},
+            )
+        raise WaitNotFound(
+            f"No wait {wait_id}; list open waits with: swamp workflow waits",
+            {"waitId": wait_id, "reason": "unknown"},
+        )
+
+    def open_waits(self, now: dt.datetime) -> list[tuple[JobRun, StepRun]]:
+        return [
+            (j, s)
+            for j, s in self.steps()
+            if s.status == "waiting" and s.wait is not None and not s.wait.is_expired(now)
+        ]
+
+    def unsettled_waits(self) -> list[tuple[JobRun, StepRun]]:
+        return [(j, s) for j, s in self.steps() if s.status == "waiting" and s.wait is not None]
+
+    def signal(
+        self,
+        now: dt.datetime,
+        wait_id: str,
+        read_payload: Callable[[], Any],
+        user: str,
+        schema_problems: Callable[[Any, Any], list[Any]],
+        *,
+        record: bool = True,
+    ) -> tuple[JobRun, StepRun, Any, SignalReceipt | None]:
+        """Deliver a signal, checking in this order: the wait exists, is still waiting, has not
+        expired, the run is suspended, the payload reads (size, strict JSON), and it passes the
+        captured schema. Any refusal changes nothing. With record=False everything is checked and
+        nothing is changed (signal --check). Returns (job, step, payload, receipt)."""
+        job, step = self.find_wait(wait_id)
+        wait = step.wait
+        assert wait is not None
+        if step.status != "waiting" or wait.outcome is not None:
+            try:
+                offered: Any = read_payload()
+            except SwampError:
+                offered = _UNREADABLE
+            raise step.settled_error(offered)
+        if wait.is_expired(now):
+            raise WaitExpired(
+                f"Wait {wait_id} (step '{step.name}') expired at {wait.deadline} and takes no signal; "
+                "the next resume fails the step with wait_timeout",
+                {"waitId": wait_id, "deadline": wait.deadline},
+            )
+        if self.status != "suspended":
+            self.ensure_suspended()
+        payload = read_payload()
+        problems = schema_problems(payload, wait.schema_)
+        if problems:
+            listed = "; ".join(str(p) for p in problems)
+            raise PayloadInvalid(
+                f"The payload does not match the schema of wait {wait_id}: {listed}. "
+                f"See what it accepts with: swamp workflow wait show {wait_id}",
+                {"waitId": wait_id, "errors": [p.to_dict() for p in problems]},
+            )
+        if not record:
+            return job, step, payload, None
+        return job, step, payload, step.accept_signal(now, payload, user)
+
+    def reject_wait(
+        self, now: dt.datetime, wait_id: str, user: str, reason: str | None
+    ) -> tuple[JobRun, StepRun]:
+        """Reject a signal wait like a gate: the step fails (reason rejected), then its job and the run."""
+        job, step = self.find_wait(wait_id)
+        assert step.wait is not None
+        if step.status != "waiting" or step.wait.outcome is not None:
+            raise step.settled_error(None)
+        self.ensure_suspended()
+        step.wait.outcome = "rejected"
+        step.fail(now, reason or f"Wait rejected by {user}", reason=REJECTED)
+        self.settle(now, REJECTED, f"run rejected at wait {wait_id}")
+        job.fail(now)
+        self.complete(now)
+        return job, step
+
+    def expire_waits(self, now: dt.datetime, allow_failure: dict[str, bool]) -> list[StepRun]:
+        expired = []
+        for _, step in self.unsettled_waits():
+            assert step.wait is not None
+            if step.wait.is_expired(now):
+                step.time_out_wait(now, allow_failure.get(step.template, False))
+                expired.append(step)
+        return expired
+
+    def ensure_no_open_waits(self, now: dt.datetime) -> None:
+        waits = self.open_waits(now)
+        if waits:
+            ids = [s.wait.waitId for _, s in waits if s.wait is not None]
+            raise WaitOpen(
+                f"Run {self.id} still waits for {len(ids)} signal(s) ({', '.join(ids)}); "
+                f"send each with: swamp workflow signal {ids[0]} --payload '<json>'",
+                {"runId": self.id, "waitIds": ids},
+            )
 
     def resume(self, now: dt.datetime, input_keys: list[str]) -> None:
         for key in input_keys:

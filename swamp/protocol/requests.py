@@ -6,6 +6,7 @@ same document that `--json` prints for the matching command.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,9 @@ from typing import Any
 from ..domain.errors import InvalidRequest
 
 Emit = Callable[[dict[str, Any]], None]
+
+
+ANY_JSON = (dict, list, str, int, float, bool, type(None))
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,20 @@ def _workflow_reject(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
 
 def _decide(payload: dict[str, Any], *, approved: bool) -> dict[str, Any]:
-    from ..app.gates import decide
+    from ..app.gates import decide, reject_wait
+
+    if payload.get("waitId") is not None:
+        if approved or payload.get("step") or payload.get("workflow"):
+            raise InvalidRequest("'waitId' goes with workflow.reject alone, without 'workflow' and 'step'")
+        return reject_wait(
+            _app(payload),
+            payload["waitId"],
+            reason=payload.get("reason"),
+            claim_timeout=payload.get("claimTimeout"),
+        )
+    for needed in ("workflow", "step"):
+        if not payload.get(needed):
+            raise InvalidRequest(f"payload needs '{needed}'", {"missing": needed})
 
     return decide(
         _app(payload),
@@ -138,6 +155,74 @@ def _workflow_cancel(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
     )
 
 
+def _workflow_signal(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    from ..app.signals import signal
+    from ..domain.waits import parse_payload
+
+    has_value, has_text = "payload" in payload, "payloadText" in payload
+    if has_value == has_text:
+        raise InvalidRequest("workflow.signal needs exactly one of 'payload' (a JSON value) or 'payloadText'")
+    if has_text:
+        text = payload["payloadText"]
+
+        def read() -> Any:
+            return parse_payload(text)
+
+    else:
+        value = payload["payload"]
+
+        def read() -> Any:
+            try:
+                text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+            except (RecursionError, ValueError) as exc:
+                from ..domain.waits import PayloadMalformed
+
+                raise PayloadMalformed(f"The payload cannot be read as JSON: {exc}") from None
+            return parse_payload(text)
+
+    return signal(
+        _app(payload),
+        payload["waitId"],
+        read,
+        check_only=bool(payload.get("check")),
+        claim_timeout=payload.get("claimTimeout"),
+    )
+
+
+def _workflow_waits(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    from ..app.signals import list_waits
+
+    within = payload.get("expiringWithin")
+    if isinstance(within, str):
+        within = parse_duration(within)
+    return list_waits(
+        _app(payload),
+        payload.get("workflow"),
+        expiring_within=within,
+        include_expired=bool(payload.get("all")),
+    )
+
+
+def _workflow_wait_show(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    from ..app.signals import show_wait
+
+    return show_wait(_app(payload), payload["waitId"])
+
+
+def parse_duration(text: str) -> float:
+    """90, 90s, 30m, 2h, 1d, 1h30m -> seconds."""
+    import re
+
+    cleaned = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", cleaned):
+        return float(cleaned)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([smhdw])", cleaned)
+    if not parts or "".join(n + u for n, u in parts) != cleaned:
+        raise InvalidRequest(f"{text!r} is not a duration such as 90s, 30m, 2h or 1d", {"duration": text})
+    scale = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
 def _model_list(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
     from ..app.models import list_models
 
@@ -167,8 +252,9 @@ CLAIM = {"claimTimeout": Field((int, float))}
 DECISION = {
     **REPO,
     **CLAIM,
-    "workflow": Field(str, True),
-    "step": Field(str, True),
+    "workflow": Field(str),
+    "step": Field(str),
+    "waitId": Field(str),
     "run": Field(str),
     "job": Field(str),
     "reason": Field(str),
@@ -211,6 +297,24 @@ REQUEST_TYPES: dict[str, RequestType] = {
             {**REPO, **CLAIM, "workflow": Field(str, True), "run": Field(str), "reason": Field(str)},
             _workflow_cancel,
         ),
+        RequestType(
+            "workflow.signal",
+            {
+                **REPO,
+                **CLAIM,
+                "waitId": Field(str, True),
+                "payload": Field(ANY_JSON),
+                "payloadText": Field((str, bytes)),
+                "check": Field(bool),
+            },
+            _workflow_signal,
+        ),
+        RequestType(
+            "workflow.waits",
+            {**REPO, "workflow": Field(str), "expiringWithin": Field((int, float, str)), "all": Field(bool)},
+            _workflow_waits,
+        ),
+        RequestType("workflow.wait.show", {**REPO, "waitId": Field(str, True)}, _workflow_wait_show),
         RequestType("model.list", {**REPO}, _model_list),
         RequestType("model.get", {**REPO, "model": Field(str, True)}, _model_get),
         RequestType(
@@ -236,7 +340,8 @@ def check_payload(request_type: RequestType, payload: Any) -> dict[str, Any]:
             {"unknown": unknown},
         )
     for name, spec in request_type.fields.items():
-        if name not in payload or payload[name] is None:
+        nullable = isinstance(spec.kind, tuple) and type(None) in spec.kind
+        if name not in payload or (payload[name] is None and not nullable):
             if spec.required:
                 raise InvalidRequest(f"payload of '{request_type.name}' needs '{name}'", {"missing": name})
             continue

@@ -24,7 +24,68 @@ class RunRepository:
 
     def save(self, run: WorkflowRun) -> None:
         data = json.dumps(run.to_dict(), indent=1, ensure_ascii=False).encode("utf-8")
+        self._index_waits(run)
         write_atomic(self.path_for(run.workflowId, run.id), data + b"\n")
+
+    # -- the wait index: waits/<waitId> -> the run that holds it --------------------------------
+    # Written before the record that names the wait, under the run's claim, so a wait in a saved
+    # record can always be found. A missing or stale entry is mended from the records.
+
+    def _wait_pointer(self, wait_id: str) -> Path:
+        return self.layout.datastore / "waits" / f"{wait_id}.json"
+
+    def _index_waits(self, run: WorkflowRun) -> None:
+        for _, step in run.steps():
+            if step.wait is not None and step.status == "waiting":
+                pointer = self._wait_pointer(step.wait.waitId)
+                if not pointer.exists():
+                    body = {"workflowId": run.workflowId, "runId": run.id}
+                    write_atomic(pointer, json.dumps(body).encode("utf-8"))
+
+    def find_wait(self, wait_id: str) -> WorkflowRun | None:
+        """The run holding wait `wait_id` (a well-formed ID), or None."""
+        pointer = self._wait_pointer(wait_id)
+        try:
+            target = json.loads(pointer.read_text(encoding="utf-8"))
+            run = self.load(str(target["workflowId"]), str(target["runId"]))
+            if any(s.wait is not None and s.wait.waitId == wait_id for _, s in run.steps()):
+                return run
+            if wait_id in run.retiredWaitIds:
+                return run
+        except (OSError, ValueError, KeyError, TypeError, RunNotFound, RunUnreadable):
+            pass
+        for path in self.record_paths():
+            if wait_id.encode() not in path.read_bytes():
+                continue
+            run = self.load_path(path)
+            if wait_id in run.retiredWaitIds or any(
+                s.wait is not None and s.wait.waitId == wait_id for _, s in run.steps()
+            ):
+                write_atomic(pointer, json.dumps({"workflowId": run.workflowId, "runId": run.id}).encode())
+                return run
+        return None
+
+    def audit_path(self, run: WorkflowRun) -> Path:
+        return self.path_for(run.workflowId, run.id).with_suffix(".audit.jsonl")
+
+    def append_audit(self, run: WorkflowRun, entry: dict[str, object]) -> None:
+        """Signal attempts, outside the record so a refusal leaves the record byte-identical."""
+        path = self.audit_path(run)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+    def read_audit(self, run: WorkflowRun) -> list[dict[str, object]]:
+        path = self.audit_path(run)
+        if not path.exists():
+            return []
+        entries = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                continue
+        return entries
 
     def load_path(self, path: Path) -> WorkflowRun:
         shown = (
@@ -53,7 +114,13 @@ class RunRepository:
         folders = [base / workflow_id] if workflow_id else sorted(p for p in base.iterdir() if p.is_dir())
         for folder in folders:
             if folder.is_dir():
-                yield from (p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith("."))
+                yield from (
+                    p
+                    for p in folder.iterdir()
+                    if p.suffix == ".json"
+                    and not p.name.startswith(".")
+                    and not p.name.endswith(".audit.json")
+                )
 
     def list_runs(self, workflow_id: str | None = None) -> tuple[list[WorkflowRun], list[RunUnreadable]]:
         """Every readable run, newest first, and the records that could not be read."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...domain.definition import ManualApprovalTask, ModelMethodTask, Task
-from . import manual_approval, model_method
+from ...domain.definition import ManualApprovalTask, ModelMethodTask, Task, WaitForSignalTask
+from . import manual_approval, model_method, wait_for_signal
 from .base import Outcome, StepExecution
 
 
@@ -12,4 +12,6 @@ def dispatch(task: Task, execution: StepExecution) -> Outcome:
         return model_method.execute(task, execution)
     if isinstance(task, ManualApprovalTask):
         return manual_approval.execute(task, execution)
+    if isinstance(task, WaitForSignalTask):
+        return wait_for_signal.execute(task, execution)
     raise TypeError(f"no handler for task type {task.type!r}")

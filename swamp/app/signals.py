@@ -1,0 +1,158 @@
+"""workflow signal / waits / wait show: the wait_for_signal commands.
+
+`signal` follows `approve`: the same run claim, the same load, change and save. The wait ID is the
+only address; the run is found through the wait index. Every attempt that reaches a run is
+appended to the run's audit trail (beside the record, so a refusal leaves the record untouched).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+from ..domain.errors import SwampError
+from ..domain.run import WorkflowRun, iso
+from ..domain.waits import SignalWait, WaitNotFound, check_wait_id, example_value
+from ..store.claim import RunClaim
+from .context import App
+
+
+def _locate(app: App, wait_id: str) -> WorkflowRun:
+    check_wait_id(wait_id)
+    run = app.runs.find_wait(wait_id)
+    if run is None:
+        raise WaitNotFound(
+            f"No wait {wait_id}; list open waits with: swamp workflow waits",
+            {"waitId": wait_id, "reason": "unknown"},
+        )
+    return run
+
+
+def signal(
+    app: App,
+    wait_id: str,
+    read_payload: Callable[[], Any],
+    *,
+    check_only: bool = False,
+    claim_timeout: float | None = None,
+) -> dict[str, Any]:
+    found = _locate(app, wait_id)
+    user = app.user
+    if check_only:
+        run = app.runs.load(found.workflowId, found.id)
+        job, step, payload, _ = run.signal(
+            app.clock.now(), wait_id, read_payload, user, app.validation.problems, record=False
+        )
+        return {"valid": True, "waitId": wait_id, "runId": run.id, "jobName": job.name, "stepName": step.name}
+    with RunClaim(app.layout, found.id, timeout=claim_timeout, purpose="signal"):
+        run = app.runs.load(found.workflowId, found.id)
+        now = app.clock.now()
+        try:
+            job, step, payload, receipt = run.signal(
+                now, wait_id, read_payload, user, app.validation.problems
+            )
+        except SwampError as exc:
+            app.runs.append_audit(run, _audit(now, user, wait_id, exc.code))
+            raise
+        app.runs.save(run)
+        app.runs.append_audit(run, _audit(now, user, wait_id, "accepted", receipt.id if receipt else None))
+    assert receipt is not None
+    still_open = [s.wait.waitId for _, s in run.open_waits(now) if s.wait is not None]
+    return {
+        "waitId": wait_id,
+        "runId": run.id,
+        "workflowName": run.workflowName,
+        "jobName": job.name,
+        "stepName": step.name,
+        "payload": payload,
+        "signal": receipt.as_signal(),
+        "runStatus": run.status,
+        "openWaits": still_open,
+        "next": [f"swamp workflow resume {run.workflowName} --run {run.id}"]
+        if not still_open
+        else [f"swamp workflow signal {w} --payload '<json>'" for w in still_open],
+    }
+
+
+def _audit(
+    now: dt.datetime, user: str, wait_id: str, code: str, signal_id: str | None = None
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"at": iso(now), "by": user, "action": "signal", "waitId": wait_id, "code": code}
+    if signal_id:
+        entry["signalId"] = signal_id
+    return entry
+
+
+def _wait_entry(
+    run: WorkflowRun, job_name: str, step_name: str, wait: SignalWait, now: dt.datetime
+) -> dict[str, Any]:
+    left = wait.seconds_left(now)
+    return {
+        "waitId": wait.waitId,
+        "workflowName": run.workflowName,
+        "workflowId": run.workflowId,
+        "runId": run.id,
+        "jobName": job_name,
+        "stepName": step_name,
+        "openedAt": wait.openedAt,
+        "deadline": wait.deadline,
+        "secondsLeft": round(left, 3),
+        "expired": left < 0,
+        "description": wait.description,
+        "schema": wait.schema_,
+    }
+
+
+def list_waits(
+    app: App,
+    workflow_ref: str | None = None,
+    *,
+    expiring_within: float | None = None,
+    include_expired: bool = False,
+) -> dict[str, Any]:
+    from .access import suspended_runs, workflow_id_for
+
+    workflow_id = workflow_id_for(app, workflow_ref)[0] if workflow_ref else None
+    now = app.clock.now()
+    waits = []
+    for run in suspended_runs(app, workflow_id):
+        for job, step in run.unsettled_waits():
+            assert step.wait is not None
+            entry = _wait_entry(run, job.name, step.name, step.wait, now)
+            if entry["expired"] and not include_expired:
+                continue
+            if expiring_within is not None and entry["secondsLeft"] > expiring_within:
+                continue
+            waits.append(entry)
+    waits.sort(key=lambda w: (w["deadline"], w["waitId"]))
+    return {"waits": waits}
+
+
+def show_wait(app: App, wait_id: str) -> dict[str, Any]:
+    run = _locate(app, wait_id)
+    job, step = run.find_wait(wait_id)
+    wait = step.wait
+    assert wait is not None
+    now = app.clock.now()
+    doc = _wait_entry(run, job.name, step.name, wait, now)
+    doc["status"] = (
+        "open"
+        if step.status == "waiting" and not wait.is_expired(now)
+        else ("expired" if step.status == "waiting" else wait.outcome or step.status)
+    )
+    doc["stepStatus"] = step.status
+    if wait.receipt is not None:
+        doc["receipt"] = wait.receipt.as_signal()
+        doc["payload"] = (step.outputs or {}).get("payload") if isinstance(step.outputs, dict) else None
+    if doc["status"] == "open":
+        example = example_value(wait.schema_)
+        doc["examplePayload"] = example
+        doc["next"] = [f"swamp workflow signal {wait_id} --payload '{_compact(example)}'"]
+    return doc
+
+
+def _compact(value: Any) -> str:
+    import json
+
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,264 @@
+"""The signal wait: state on a StepRun, its identifiers, its deadline and its payload rules.
+
+A wait is open while its step is `waiting` and now <= deadline (deadline = openedAt + timeout).
+Only an open wait accepts a signal; a settled one keeps its receipt forever. Wait and signal IDs
+are 128 random bits in lower-case base32, never derived from names, and are checked against their
+pattern before any lookup.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import json
+import re
+import secrets
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import SwampError
+
+WAIT_ID = re.compile(r"^wait_[a-z2-7]{26}$")
+SIGNAL_ID = re.compile(r"^sig_[a-z2-7]{26}$")
+MAX_PAYLOAD_BYTES = 16 * 1024
+MAX_PAYLOAD_DEPTH = 64
+
+WAIT_TIMEOUT = "wait_timeout"
+Outcome = Literal["received", "timed_out", "cancelled", "rejected"]
+
+
+class WaitNotFound(SwampError):
+    code = "wait_not_found"
+
+
+class WaitExpired(SwampError):
+    code = "wait_expired"
+
+
+class WaitSettled(SwampError):
+    code = "wait_settled"
+
+
+class WaitOpen(SwampError):
+    code = "wait_open"
+
+
+class PayloadMalformed(SwampError):
+    code = "payload_malformed"
+
+
+class PayloadTooLarge(SwampError):
+    code = "payload_too_large"
+
+
+class PayloadInvalid(SwampError):
+    code = "payload_invalid"
+
+
+def _random_id(prefix: str) -> str:
+    return prefix + base64.b32encode(secrets.token_bytes(16)).decode("ascii").rstrip("=").lower()
+
+
+def new_wait_id() -> str:
+    return _random_id("wait_")
+
+
+def new_signal_id() -> str:
+    return _random_id("sig_")
+
+
+def check_wait_id(text: str) -> str:
+    if not isinstance(text, str) or not WAIT_ID.match(text):
+        shown = repr(text)[:80]
+        raise WaitNotFound(
+            f"{shown} is not a wait ID (they look like wait_ followed by 26 letters a-z and digits 2-7); "
+            "list open waits with: swamp workflow waits",
+            {"waitId": text if isinstance(text, str) else None, "reason": "malformed"},
+        )
+    return text
+
+
+def precise_iso(moment: dt.datetime) -> str:
+    """Milliseconds when they say it all, microseconds otherwise (sub-second timeouts)."""
+    utc = moment.astimezone(dt.UTC)
+    spec = "milliseconds" if utc.microsecond % 1000 == 0 else "microseconds"
+    return utc.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+def payload_digest(payload: Any) -> str:
+    if not isinstance(payload, (dict, list, str, int, float, bool, type(None))):
+        return ""
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class SignalReceipt(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    waitId: str
+    receivedAt: str
+    submittedBy: str
+    payloadSha256: str
+
+    def as_signal(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "waitId": self.waitId,
+            "receivedAt": self.receivedAt,
+            "submittedBy": self.submittedBy,
+        }
+
+
+class SignalWait(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    kind: Literal["signal"] = "signal"
+    waitId: str
+    openedAt: str
+    deadline: str
+    timeout: float
+    schema_: dict[str, Any] | bool = Field(alias="schema")
+    description: str | None = None
+    receipt: SignalReceipt | None = None
+    outcome: Outcome | None = None
+
+    @classmethod
+    def open(
+        cls, now: dt.datetime, timeout: float, schema: dict[str, Any] | bool, description: str | None
+    ) -> SignalWait:
+        from .run import iso, parse_iso
+
+        opened = iso(now)
+        deadline = parse_iso(opened) + dt.timedelta(seconds=timeout)
+        return cls(
+            waitId=new_wait_id(),
+            openedAt=opened,
+            deadline=precise_iso(deadline),
+            timeout=timeout,
+            schema=schema,
+            description=description,
+        )
+
+    def is_expired(self, now: dt.datetime) -> bool:
+        from .run import parse_iso
+
+        return now > parse_iso(self.deadline)
+
+    def seconds_left(self, now: dt.datetime) -> float:
+        from .run import parse_iso
+
+        return (parse_iso(self.deadline) - now).total_seconds()
+
+
+def parse_payload(raw: bytes | str) -> Any:
+    """A payload as received: at most 16 KiB of UTF-8, one strict JSON value."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if len(data) > MAX_PAYLOAD_BYTES:
+        raise PayloadTooLarge(
+            f"The payload is {len(data)} bytes; the limit is {MAX_PAYLOAD_BYTES} bytes of UTF-8 JSON. "
+            "Send a smaller message (store large data elsewhere and send a reference)",
+            {"bytes": len(data), "limit": MAX_PAYLOAD_BYTES},
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PayloadMalformed(f"The payload is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if text.startswith("\ufeff"):
+        raise PayloadMalformed("The payload starts with a byte-order mark; send plain UTF-8 JSON")
+    if not text.strip():
+        raise PayloadMalformed('The payload is empty; send a JSON value such as {"verdict": "ship"}')
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except _Refused as exc:
+        raise PayloadMalformed(str(exc)) from None
+    except RecursionError:
+        raise PayloadMalformed(f"The payload is nested too deeply (limit {MAX_PAYLOAD_DEPTH})") from None
+    except ValueError as exc:
+        raise PayloadMalformed(f"The payload is not valid JSON: {exc}") from None
+    check_payload_value(value)
+    return value
+
+
+def check_payload_value(value: Any) -> None:
+    """Rules for a payload that arrives already parsed (the JSON-lines protocol)."""
+    _check_value(value, 0)
+
+
+def _check_value(value: Any, depth: int) -> None:
+    if depth > MAX_PAYLOAD_DEPTH:
+        raise PayloadMalformed(f"The payload is nested deeper than {MAX_PAYLOAD_DEPTH} levels")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise PayloadMalformed(
+                "The payload holds a lone surrogate (\\ud800-\\udfff); send valid Unicode"
+            ) from None
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise PayloadMalformed("The payload holds NaN or Infinity, which JSON does not allow")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_value(key, depth + 1)
+            _check_value(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_value(item, depth + 1)
+
+
+class _Refused(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(f"The payload repeats the key {key!r}; every key may appear once")
+        out[key] = value
+    return out
+
+
+def _no_constants(name: str) -> Any:
+    raise _Refused(f"The payload holds {name}, which JSON does not allow")
+
+
+def example_value(schema: Any, depth: int = 0) -> Any:
+    """A value that satisfies simple schemas, to show in `wait show` and in hints."""
+    if not isinstance(schema, dict) or depth > 8:
+        return {}
+    for key in ("const", "default"):
+        if key in schema:
+            return schema[key]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "examples" in schema and isinstance(schema["examples"], list) and schema["examples"]:
+        return schema["examples"][0]
+    for combinator in ("anyOf", "oneOf", "allOf"):
+        if isinstance(schema.get(combinator), list) and schema[combinator]:
+            return example_value(schema[combinator][0], depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
+    if kind == "object" or (kind is None and "properties" in schema):
+        props = schema.get("properties") or {}
+        required = schema.get("required") or list(props)
+        return {k: example_value(props.get(k, {}), depth + 1) for k in required}
+    if kind == "array":
+        count = max(int(schema.get("minItems", 1)), 1)
+        return [example_value(schema.get("items", {}), depth + 1) for _ in range(min(count, 3))]
+    if kind == "string":
+        return "x" * max(int(schema.get("minLength", 0)), 0) or "text"
+    if kind in ("number", "integer"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        if not isinstance(low, (int, float)):
+            low = 0
+        return int(low) + (1 if "exclusiveMinimum" in schema else 0) if kind == "integer" else low
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return {}
