@@ -322,7 +322,11 @@ class ScenarioRun:
         frames: bool = False,
         listing: bool = False,
     ) -> None:
-        out = [f"scenario {self.scenario.id!r} failed at {what}", f"  scenario file: {self.display_path}"]
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        out = [
+            f"{what}: {problems[0].splitlines()[0]}{more}",
+            f"  scenario: {self.scenario.id} ({self.display_path})",
+        ]
         if result is not None:
             extra = {k: v for k, v in result.env.items() if base_env(self.home, DEFAULT_USER).get(k) != v}
             out += [
