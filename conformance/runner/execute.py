@@ -134,7 +134,7 @@ class ScenarioRun:
             result = self._invoke(["repo", "init", "."], {}, None, "", None)
             if result.timed_out or result.returncode != 0:
                 self._fail("init (`repo init .`)", [_exit_problem(result, "exit code 0")], result)
-        self._write(self.scenario.files, "files")
+        self._write(self._sub(self.scenario.files, "files"), "files")
         for step in self.scenario.steps:
             getattr(self, f"_step_{step.kind}")(step)
 
@@ -145,7 +145,7 @@ class ScenarioRun:
         self, args: list[Any], env: dict[str, Any], user: str | None, stdin: str, timeout: float | None
     ) -> Result:
         full_env = base_env(self.home, user or DEFAULT_USER)
-        for key, value in {**self.scenario.env, **env}.items():
+        for key, value in {**self._sub(self.scenario.env, "env"), **env}.items():
             if value is None:
                 full_env.pop(key, None)
             else:

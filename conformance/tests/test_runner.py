@@ -210,9 +210,10 @@ def test_files_step_failure_lists_the_repo(suite):
         id: files
         title: File checks report what is there
         requirements: [FILE-001]
-        files: {workflows/workflow-a.yaml: "name: a\\n"}
+        files: {workflows/workflow-a.yaml: "name: a\\n", run.sh: "echo $${HOME}"}
         steps:
           - files:
+              - {path: run.sh, text: "echo $${HOME}"}
               - {glob: "workflows/*.yaml", count: 2}
               - {path: workflows/workflow-a.yaml, text: {$contains: "name: b"}}
               - {path: nothing.json, json: {}}
@@ -221,9 +222,10 @@ def test_files_step_failure_lists_the_repo(suite):
     result = run(suite, command(GOOD))
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    assert "- files[0] glob 'workflows/*.yaml': expected count 2, got 1: ['workflows/workflow-a.yaml']" in out
-    assert '- files[1] workflows/workflow-a.yaml text: expected a string containing "name: b"' in out
-    assert "- files[2] path 'nothing.json': expected it to exist" in out
+    assert "- files[0]" not in out  # $${HOME} was written and compared as ${HOME}
+    assert "- files[1] glob 'workflows/*.yaml': expected count 2, got 1: ['workflows/workflow-a.yaml']" in out
+    assert '- files[2] workflows/workflow-a.yaml text: expected a string containing "name: b"' in out
+    assert "- files[3] path 'nothing.json': expected it to exist" in out
     assert "files in the repo dir:\n  | .swamp.yaml" in out
 
 
