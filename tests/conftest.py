@@ -31,3 +31,5 @@ def swamp(repo: Repo) -> Any:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "cli: runs the swamp CLI in a real subprocess (slower)")
+    # rich-click's own deprecation notice, raised when the CLI is invoked in process
+    config.addinivalue_line("filterwarnings", "ignore:`use_rich_markup=`:PendingDeprecationWarning")
