@@ -12,7 +12,7 @@ fi
 stamp="$VENV/.installed${extra:+-$extra}"
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
   echo "swamp: installing the project${extra:+ with [$extra]} into .venv" >&2
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT${extra:+[$extra]}" 2>&1 \
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --config-settings editable_mode=compat -e "$ROOT${extra:+[$extra]}" 2>&1 \
     | grep -v "is ignored: it is neither a file nor a directory" >&2 || true
   "$VENV/bin/python" -c "import swamp, cel_expr_python" >/dev/null
   touch "$stamp"

@@ -11,11 +11,11 @@ from ..domain.inputs import InputValidationService
 from ..store.clock import SystemClock, current_user
 from ..store.repo import RepoLayout, find_repo
 from ..store.runs import RunRepository
-from ..store.workflows import WorkflowRepository
 
 if TYPE_CHECKING:
     from ..domain.expressions import ExpressionEngine
     from ..models.runner import ModelMethodRunner
+    from ..store.workflows import WorkflowRepository
 
 
 @dataclass
@@ -29,6 +29,8 @@ class App:
 
     @cached_property
     def workflows(self) -> WorkflowRepository:
+        from ..store.workflows import WorkflowRepository
+
         return WorkflowRepository(self.layout)
 
     @cached_property

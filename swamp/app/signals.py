@@ -100,7 +100,7 @@ def _wait_entry(
         "secondsLeft": round(left, 3),
         "expired": left < 0,
         "description": wait.description,
-        "schema": wait.schema_,
+        "schema": wait.schema,
     }
 
 
@@ -146,7 +146,7 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
         doc["receipt"] = wait.receipt.as_signal()
         doc["payload"] = (step.outputs or {}).get("payload") if isinstance(step.outputs, dict) else None
     if doc["status"] == "open":
-        example = example_value(wait.schema_)
+        example = example_value(wait.schema)
         doc["examplePayload"] = example
         doc["next"] = [f"swamp workflow signal {wait_id} --payload '{_compact(example)}'"]
     return doc

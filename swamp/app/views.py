@@ -31,7 +31,7 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
             "stepName": step.name,
             "deadline": step.wait.deadline,
             "description": step.wait.description,
-            "schema": step.wait.schema_,
+            "schema": step.wait.schema,
         }
         for job, step in run.open_waits(now)
         if step.wait is not None
@@ -51,7 +51,7 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
     commands: list[str] = []
     for _, step in run.open_waits(now):
         assert step.wait is not None
-        example = json.dumps(example_value(step.wait.schema_), separators=(",", ":"), ensure_ascii=False)
+        example = json.dumps(example_value(step.wait.schema), separators=(",", ":"), ensure_ascii=False)
         commands.append(f"swamp workflow signal {step.wait.waitId} --payload '{example}'")
     for gate in gates:
         commands.append(f"swamp workflow approve {wf} {gate['stepName']}{pick}")

@@ -7,14 +7,19 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import rich_click as click
+# rich-click renders help beautifully but costs ~25 ms of import; commands that only do work (a
+# `signal` in a script's loop) parse with plain click, which rich-click wraps with the same API.
+if not sys.argv[1:] or {"-h", "--help"} & set(sys.argv[1:]):
+    import rich_click as click
+
+    click.rich_click.USE_RICH_MARKUP = False
+    click.rich_click.SHOW_ARGUMENTS = True
+    click.rich_click.MAX_WIDTH = 100
+else:
+    import click  # type: ignore[no-redef]
 
 from ..domain.errors import EXIT_FAILED, EXIT_USAGE, InternalError, SwampError, UsageError
 from .output import out, print_error, print_json, style
-
-click.rich_click.USE_RICH_MARKUP = False
-click.rich_click.SHOW_ARGUMENTS = True
-click.rich_click.MAX_WIDTH = 100
 
 Renderer = Callable[[dict[str, Any]], None]
 

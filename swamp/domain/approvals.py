@@ -8,21 +8,28 @@ its step with reason `approval_timeout`.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from .records import BOOL, NUMBER, STR, Reader, nested, optional
 
 APPROVAL_TIMEOUT = "approval_timeout"
 REJECTED = "rejected"
 
 
-class ApprovalDecision(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+@dataclass(slots=True)
+class ApprovalDecision:
     approved: bool
     decidedBy: str
     decidedAt: str
     reason: str | None = None
+
+    FIELDS: ClassVar[dict[str, Reader]] = {
+        "approved": BOOL,
+        "decidedBy": STR,
+        "decidedAt": STR,
+        "reason": optional(STR),
+    }
 
     def as_outputs(self) -> dict[str, Any]:
         return {
@@ -33,14 +40,21 @@ class ApprovalDecision(BaseModel):
         }
 
 
-class ApprovalGate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+@dataclass(slots=True)
+class ApprovalGate:
     prompt: str
     openedAt: str
     timeout: float | None = None
     deadline: str | None = None
     decision: ApprovalDecision | None = None
+
+    FIELDS: ClassVar[dict[str, Reader]] = {
+        "prompt": STR,
+        "openedAt": STR,
+        "timeout": optional(NUMBER),
+        "deadline": optional(STR),
+        "decision": optional(nested(ApprovalDecision)),
+    }
 
     def is_expired(self, now: dt.datetime) -> bool:
         from .run import parse_iso

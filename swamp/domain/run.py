@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from .approvals import APPROVAL_TIMEOUT, REJECTED, ApprovalDecision, ApprovalGate, deadline_after
 from .errors import (
@@ -22,6 +21,22 @@ from .errors import (
     StepNotFound,
     StepNotWaiting,
     SwampError,
+)
+from .records import (
+    ANY,
+    BOOL,
+    INT,
+    OBJECT,
+    STR,
+    Reader,
+    RecordError,
+    list_of,
+    map_of,
+    nested,
+    one_of,
+    optional,
+    read_record,
+    write_record,
 )
 from .waits import (
     WAIT_TIMEOUT,
@@ -39,9 +54,10 @@ from .waits import (
 FORMAT_VERSION = 1
 _UNREADABLE = object()  # a payload that could not be read never equals a stored one
 
-RunStatus = Literal["pending", "running", "suspended", "succeeded", "failed", "cancelled"]
-JobStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
-StepStatus = Literal["pending", "running", "waiting_approval", "waiting", "succeeded", "failed", "skipped"]
+
+RUN_STATUSES = ("pending", "running", "suspended", "succeeded", "failed", "cancelled")
+JOB_STATUSES = ("pending", "running", "succeeded", "failed", "skipped")
+STEP_STATUSES = ("pending", "running", "waiting_approval", "waiting", "succeeded", "failed", "skipped")
 
 TERMINAL_STEP = frozenset({"succeeded", "failed", "skipped"})
 TERMINAL_JOB = frozenset({"succeeded", "failed", "skipped"})
@@ -64,13 +80,10 @@ def _duration_ms(started: str | None, completed: str | None) -> int | None:
     return max(0, round((parse_iso(completed) - parse_iso(started)).total_seconds() * 1000))
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=False)
-
-
-class StepRun(_Record):
+@dataclass(slots=True)
+class StepRun:
     name: str
-    status: StepStatus = "pending"
+    status: str = "pending"
     forEachTemplate: str | None = None
     forEachItem: dict[str, Any] | None = None
     startedAt: str | None = None
@@ -82,6 +95,22 @@ class StepRun(_Record):
     outputs: Any = None
     approval: ApprovalGate | None = None
     wait: SignalWait | None = None
+
+    FIELDS: ClassVar[dict[str, Reader]] = {
+        "name": STR,
+        "status": one_of(STEP_STATUSES, "step status"),
+        "forEachTemplate": optional(STR),
+        "forEachItem": optional(OBJECT),
+        "startedAt": optional(STR),
+        "completedAt": optional(STR),
+        "durationMs": optional(INT),
+        "error": optional(STR),
+        "reason": optional(STR),
+        "allowedFailure": BOOL,
+        "outputs": ANY,
+        "approval": optional(nested(ApprovalGate)),
+        "wait": optional(nested(SignalWait)),
+    }
 
     @property
     def template(self) -> str:
@@ -209,23 +238,34 @@ class StepRun(_Record):
 
     def reset(self) -> None:
         """Back to pending for a retry: every trace of the earlier attempt goes."""
-        keep = {"name": self.name, "forEachTemplate": self.forEachTemplate, "forEachItem": self.forEachItem}
-        for field, info in type(self).model_fields.items():
-            setattr(self, field, keep.get(field, info.get_default(call_default_factory=True)))
+        fresh = StepRun(name=self.name, forEachTemplate=self.forEachTemplate, forEachItem=self.forEachItem)
+        for name in self.FIELDS:
+            setattr(self, name, getattr(fresh, name))
 
     def _finish(self, now: dt.datetime) -> None:
         self.completedAt = iso(now)
         self.durationMs = _duration_ms(self.startedAt, self.completedAt)
 
 
-class JobRun(_Record):
+@dataclass(slots=True)
+class JobRun:
     name: str
-    status: JobStatus = "pending"
+    status: str = "pending"
     startedAt: str | None = None
     completedAt: str | None = None
     durationMs: int | None = None
-    expandedTemplates: list[str] = Field(default_factory=list)
-    steps: list[StepRun] = Field(default_factory=list)
+    expandedTemplates: list[str] = field(default_factory=list)
+    steps: list[StepRun] = field(default_factory=list)
+
+    FIELDS: ClassVar[dict[str, Reader]] = {
+        "name": STR,
+        "status": one_of(JOB_STATUSES, "job status"),
+        "startedAt": optional(STR),
+        "completedAt": optional(STR),
+        "durationMs": optional(INT),
+        "expandedTemplates": list_of(STR),
+        "steps": list_of(nested(StepRun)),
+    }
 
     def step(self, name: str) -> StepRun | None:
         for step in self.steps:
@@ -297,27 +337,51 @@ class JobRun(_Record):
         self.durationMs = _duration_ms(self.startedAt, self.completedAt)
 
 
-class WorkflowRun(_Record):
-    formatVersion: int = FORMAT_VERSION
+@dataclass(slots=True)
+class WorkflowRun:
     id: str
     workflowId: str
     workflowName: str
-    status: RunStatus = "pending"
     createdAt: str
+    formatVersion: int = FORMAT_VERSION
+    status: str = "pending"
     startedAt: str | None = None
     completedAt: str | None = None
     durationMs: int | None = None
-    inputs: dict[str, Any] = Field(default_factory=dict)
-    resumeInputs: list[str] = Field(default_factory=list)
-    tags: dict[str, str] = Field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    resumeInputs: list[str] = field(default_factory=list)
+    tags: dict[str, str] = field(default_factory=dict)
     initiatedBy: str | None = None
     failedStep: str | None = None
     failureReason: str | None = None
-    stepProgress: dict[str, int] = Field(default_factory=dict)
+    stepProgress: dict[str, int] = field(default_factory=dict)
     cancelReason: str | None = None
-    retiredWaitIds: list[str] = Field(default_factory=list)
-    definition: dict[str, Any] = Field(default_factory=dict)
-    jobs: list[JobRun] = Field(default_factory=list)
+    retiredWaitIds: list[str] = field(default_factory=list)
+    definition: dict[str, Any] = field(default_factory=dict)
+    jobs: list[JobRun] = field(default_factory=list)
+
+    FIELDS: ClassVar[dict[str, Reader]] = {
+        "formatVersion": INT,
+        "id": STR,
+        "workflowId": STR,
+        "workflowName": STR,
+        "status": one_of(RUN_STATUSES, "run status"),
+        "createdAt": STR,
+        "startedAt": optional(STR),
+        "completedAt": optional(STR),
+        "durationMs": optional(INT),
+        "inputs": OBJECT,
+        "resumeInputs": list_of(STR),
+        "tags": map_of(STR),
+        "initiatedBy": optional(STR),
+        "failedStep": optional(STR),
+        "failureReason": optional(STR),
+        "stepProgress": map_of(INT),
+        "cancelReason": optional(STR),
+        "retiredWaitIds": list_of(STR),
+        "definition": OBJECT,
+        "jobs": list_of(nested(JobRun)),
+    }
 
     # -- construction and reading -----------------------------------------------------------
 
@@ -359,22 +423,17 @@ class WorkflowRun(_Record):
                 {"path": source, "formatVersion": version},
             )
         try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
+            return read_record(cls, data, "run")
+        except RecordError as exc:
             raise RunUnreadable(
-                f"{source} cannot be read by this swamp ({where}: {first['msg']}); "
-                "it may come from a newer version — upgrade swamp, the record is left as it is",
-                {
-                    "path": source,
-                    "problems": [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()],
-                },
+                f"{source} cannot be read by this swamp ({exc}); it may come from a newer version: "
+                "upgrade swamp. The record is left as it is",
+                {"path": source, "problems": [str(exc)]},
             ) from None
 
     def to_dict(self) -> dict[str, Any]:
         self._derive()
-        return self.model_dump(mode="json", exclude_none=True)
+        return write_record(self)
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -606,7 +665,7 @@ class WorkflowRun(_Record):
         if self.status != "suspended":
             self.ensure_suspended()
         payload = read_payload()
-        problems = schema_problems(payload, wait.schema_)
+        problems = schema_problems(payload, wait.schema)
         if problems:
             listed = "; ".join(str(p) for p in problems)
             raise PayloadInvalid(

@@ -14,11 +14,11 @@ import hashlib
 import json
 import re
 import secrets
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 from .errors import SwampError
+from .records import ANY, NUMBER, STR, Reader, nested, one_of, optional
 
 WAIT_ID = re.compile(r"^wait_[a-z2-7]{26}$")
 SIGNAL_ID = re.compile(r"^sig_[a-z2-7]{26}$")
@@ -27,6 +27,8 @@ MAX_PAYLOAD_DEPTH = 64
 
 WAIT_TIMEOUT = "wait_timeout"
 Outcome = Literal["received", "timed_out", "cancelled", "rejected"]
+OUTCOMES = ("received", "timed_out", "cancelled", "rejected")
+WAIT_KINDS = ("signal",)
 
 
 class WaitNotFound(SwampError):
@@ -94,14 +96,21 @@ def payload_digest(payload: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-class SignalReceipt(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+@dataclass(slots=True)
+class SignalReceipt:
     id: str
     waitId: str
     receivedAt: str
     submittedBy: str
     payloadSha256: str
+
+    FIELDS: ClassVar[dict[str, Reader]] = {
+        "id": STR,
+        "waitId": STR,
+        "receivedAt": STR,
+        "submittedBy": STR,
+        "payloadSha256": STR,
+    }
 
     def as_signal(self) -> dict[str, Any]:
         return {
@@ -112,18 +121,29 @@ class SignalReceipt(BaseModel):
         }
 
 
-class SignalWait(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    kind: Literal["signal"] = "signal"
+@dataclass(slots=True)
+class SignalWait:
     waitId: str
     openedAt: str
     deadline: str
     timeout: float
-    schema_: dict[str, Any] | bool = Field(alias="schema")
+    schema: dict[str, Any] | bool
+    kind: str = "signal"
     description: str | None = None
     receipt: SignalReceipt | None = None
-    outcome: Outcome | None = None
+    outcome: str | None = None
+
+    FIELDS: ClassVar[dict[str, Reader]] = {
+        "kind": one_of(WAIT_KINDS, "wait kind"),
+        "waitId": STR,
+        "openedAt": STR,
+        "deadline": STR,
+        "timeout": NUMBER,
+        "schema": ANY,
+        "description": optional(STR),
+        "receipt": optional(nested(SignalReceipt)),
+        "outcome": optional(one_of(OUTCOMES, "wait outcome")),
+    }
 
     @classmethod
     def open(
