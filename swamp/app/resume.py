@@ -52,13 +52,25 @@ def resume(
                     f"retry it with: swamp workflow resume {run.workflowName} --run {run.id} --from STEP",
                     {"runId": run.id, "status": run.status},
                 )
+        expired: list[tuple[str, Any]] = []
         if from_step:
             prepare_retry(run, workflow_ref, from_step, workflow)
         else:
-            prepare_continue(app, run)
+            expired = prepare_continue(app, run)
         merged = _deep_merge(run.inputs, inputs or {})
         run.resume(now, sorted((inputs or {}).keys()))
         app.runs.save(run)
+        for job_name, step in expired:
+            (emit or (lambda event: None))(
+                {
+                    "event": "step_failed",
+                    "job": job_name,
+                    "step": step.name,
+                    "error": step.error,
+                    "reason": step.reason,
+                    "allowedFailure": step.allowedFailure,
+                }
+            )
         WorkflowExecutor(workflow, run, engine_services(app, emit), inputs=merged).execute(resumed=True)
     return run_document(app, run)
 
@@ -72,7 +84,7 @@ def prepare_retry(run: WorkflowRun, workflow_ref: str, from_step: str, workflow:
     run.reset_steps(steps_to_reset(workflow, from_step))
 
 
-def prepare_continue(app: App, run: WorkflowRun) -> None:
+def prepare_continue(app: App, run: WorkflowRun) -> list[tuple[str, Any]]:
     """Refuse while a wait is open; fail what passed its deadline. Refusals change nothing."""
     run.ensure_suspended()
     now = app.clock.now()
@@ -89,5 +101,5 @@ def prepare_continue(app: App, run: WorkflowRun) -> None:
     run.ensure_no_open_waits(now)
     workflow = workflow_of(run)
     allow = {s.name: s.allowFailure for j in workflow.jobs for s in j.steps}
-    run.expire_gates(now, allow)
-    run.expire_waits(now, allow)
+    expired = run.expire_gates(now, allow) + run.expire_waits(now, allow)
+    return [(job.name, step) for job, step in run.steps() if any(step is e for e in expired)]

@@ -28,7 +28,11 @@ def duration(ms: int | None) -> str:
         return f"{ms}ms"
     if ms < 60_000:
         return f"{ms / 1000:.1f}s"
-    return f"{ms // 60_000}m{(ms % 60_000) // 1000}s"
+    if ms < 3_600_000:
+        return f"{ms // 60_000}m{(ms % 60_000) // 1000}s"
+    if ms < 86_400_000:
+        return f"{ms // 3_600_000}h{(ms % 3_600_000) // 60_000}m"
+    return f"{ms // 86_400_000}d{(ms % 86_400_000) // 3_600_000}h"
 
 
 def time_left(seconds: float) -> str:

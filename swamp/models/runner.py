@@ -40,12 +40,15 @@ class ModelMethodRunner:
                 f"Available methods: {', '.join(sorted(model_type.methods))}",
                 {"model": model, "method": method},
             )
-        args = {
-            **definition.global_arguments,
-            **definition.method_arguments.get(method, {}),
-            **inputs,
-        }
         schema = found.arguments
+        declared = schema.get("properties") if isinstance(schema, dict) else None
+        # Global arguments are shared by every method: each method takes the ones it declares.
+        shared = {
+            k: v
+            for k, v in definition.global_arguments.items()
+            if not isinstance(declared, dict) or k in declared
+        }
+        args = {**shared, **definition.method_arguments.get(method, {}), **inputs}
         args = self.validation.apply_defaults(self.validation.coerce(args, schema), schema)
         problems = self.validation.problems(args, schema)
         if problems:
