@@ -1,10 +1,10 @@
 # Sourced by scripts: makes .venv (if missing) and installs the project into it.
-# Usage: . scripts/_venv.sh [extra]   (extra: "dev" installs the test tools too)
+# Usage: venv_extra=dev; . scripts/_venv.sh   (venv_extra=dev installs the test tools too)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 PY="${PYTHON:-python3}"
-extra="${1:-}"
+extra="${venv_extra:-}"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "swamp: creating $VENV" >&2
   "$PY" -m venv "$VENV"

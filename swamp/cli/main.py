@@ -18,6 +18,7 @@ if not sys.argv[1:] or {"-h", "--help"} & set(sys.argv[1:]):
 else:
     import click  # type: ignore[no-redef]
 
+from .. import __version__
 from ..domain.errors import EXIT_FAILED, EXIT_USAGE, InternalError, SwampError, UsageError
 from .output import out, print_error, print_json, style
 
@@ -130,7 +131,7 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON documents instead of log lines.")
 @click.option("--jsonl", is_flag=True, help="Serve JSON-lines requests from stdin until EOF.")
 @click.option("--repo-dir", type=click.Path(file_okay=False), help="The repository to work on.")
-@click.version_option(package_name="swamp", prog_name="swamp")
+@click.version_option(version=__version__, prog_name="swamp")
 @click.pass_context
 def cli(ctx: click.Context, as_json: bool, jsonl: bool, repo_dir: str | None) -> None:
     """swamp: a local workflow engine.

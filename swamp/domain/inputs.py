@@ -87,6 +87,11 @@ class InputValidationService:
 
     def problems(self, value: Any, schema: Any) -> list[SchemaProblem]:
         """Every way `value` fails `schema`, each with its JSON pointer, in document order."""
+        from . import fastschema
+
+        if fastschema.supported(schema):
+            found = sorted(fastschema.problems(value, schema), key=lambda p: (list(map(str, p[0])), p[1]))
+            return [SchemaProblem(_pointer(where), message) for where, message in found]
         errors = sorted(
             self._validator(schema).iter_errors(value), key=lambda e: (list(map(str, e.path)), e.message)
         )

@@ -1,0 +1,64 @@
+"""Shared helpers for the benchmark scripts: temp repositories, timing, the swamp executable."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+SWAMP = str(Path(sys.executable).with_name("swamp"))
+
+NOOP_EXTENSION = '''
+def noop(args, ctx):
+    return {"ok": True}
+
+model = {
+    "type": "bench/noop",
+    "version": "1",
+    "methods": {"run": {"description": "does nothing", "arguments": {"type": "object"}, "execute": noop}},
+}
+'''
+
+
+def env() -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith("SWAMP_")}
+    out["NO_COLOR"] = "1"
+    return out
+
+
+def make_repo(files: dict[str, str] | None = None) -> Path:
+    root = Path(tempfile.mkdtemp(prefix="swamp-bench-"))
+    subprocess.run([SWAMP, "repo", "init", str(root)], check=True, capture_output=True, env=env())
+    (root / "extensions/models/noop.py").write_text(NOOP_EXTENSION)
+    (root / "models/bench/noop").mkdir(parents=True)
+    (root / "models/bench/noop/noop.yaml").write_text(
+        "id: 00000000-0000-4000-8000-000000000001\nname: noop\ntype: bench/noop\n"
+    )
+    for rel, text in (files or {}).items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def remove(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def timed(argv: Sequence[str], cwd: Path | None = None, stdin: bytes | None = None, check: bool = True) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(list(argv), cwd=cwd, input=stdin, capture_output=True, env=env())
+    took = time.perf_counter() - started
+    if check and done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()[-500:]}")
+    return took
+
+
+def median_ms(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1000, 1)
