@@ -77,6 +77,33 @@ class WorkflowExecutor:
     # -- the run -----------------------------------------------------------------------------
 
     def execute(self, *, resumed: bool = False) -> WorkflowRun:
+        """Run until the run finishes, suspends or is stopped. An unexpected error still leaves a
+        saved, finished record (the run failed, what was running marked so) before it propagates."""
+        self.services.attach(self)
+        try:
+            return self._execute(resumed)
+        except BaseException as exc:
+            self.abandon(f"engine error: {type(exc).__name__}: {exc}")
+            raise
+        finally:
+            self.services.detach(self)
+
+    def abandon(self, why: str) -> None:
+        """Record the run as stopped here: running steps failed (interrupted), the run failed."""
+        with self.lock:
+            if self.run.is_terminal or self.run.status == "suspended":
+                return
+            now = self.services.clock.now()
+            for _, step in self.run.steps():
+                if step.status == "running":
+                    step.fail(now, f"interrupted: {why}", reason="interrupted")
+            self.run.interrupt(now)
+            self.services.save(self.run)
+
+    def _stop_reason(self) -> str | None:
+        return self.services.stop_reason()
+
+    def _execute(self, resumed: bool) -> WorkflowRun:
         with self.lock:
             self.run.start(self.services.clock.now())
         self._save()
@@ -86,15 +113,31 @@ class WorkflowExecutor:
         nodes = [Node(j.name, j.weight, tuple(d.job for d in j.dependsOn)) for j in self.workflow.jobs]
         cap = resolve_cap(self.workflow.concurrency, self.services.max_concurrency)
         for level in topological_levels(nodes):
+            if self._stop_reason():
+                break
             jobs = [self.workflow.job(n.name) for n in level]
             self._parallel(jobs, cap, self._run_job)
             self._save()
             if self.suspending.is_set() or self.run.waiting_steps():
                 return self._suspend()
+        reason = self._stop_reason()
+        if reason is not None:
+            return self._stopped(reason)
         with self.lock:
             self.run.complete(self.services.clock.now())
         self._save()
         self._emit("run_completed", runId=self.run.id, status=self.run.status)
+        return self.run
+
+    def _stopped(self, reason: str) -> WorkflowRun:
+        """Stopped between levels: a cancel cancels the run; a shutdown interrupts it."""
+        with self.lock:
+            if reason.startswith("cancel"):
+                self.run.cancel(self.services.clock.now(), reason)
+            else:
+                self.run.interrupt(self.services.clock.now())
+        self._save()
+        self._emit("run_completed", runId=self.run.id, status=self.run.status, stopped=reason)
         return self.run
 
     def _suspend(self) -> WorkflowRun:
@@ -128,7 +171,7 @@ class WorkflowExecutor:
             return
         failed = any(s.status == "failed" and not s.allowedFailure for s in job_run.steps)
         for level in self._step_levels(job, job_run):
-            if failed or self.suspending.is_set():
+            if failed or self.suspending.is_set() or self._stop_reason():
                 break
             scope = self._scope(job_run)
             cap = resolve_cap(self._level_cap(job, level), self.services.max_concurrency)
@@ -141,7 +184,8 @@ class WorkflowExecutor:
         with self.lock:
             waiting = any(s.status in ("waiting", "waiting_approval") for s in job_run.steps)
             unfinished = any(s.status == "pending" for s in job_run.steps)
-        if waiting or (self.suspending.is_set() and unfinished and not failed):
+        cut_short = self.suspending.is_set() or self._stop_reason() is not None
+        if waiting or (cut_short and unfinished and not failed):
             return  # the job goes on when the run is resumed
         self._finish_job(job_run, failed=failed)
 
@@ -228,6 +272,8 @@ class WorkflowExecutor:
     def _run_step(self, job: Job, job_run: JobRun, step_run: StepRun, *, scope: Scope) -> None:
         if step_run.status != "pending" and step_run.status != "running":
             return
+        if self._stop_reason():
+            return  # not started: it stays pending
         step = _step_def(job, step_run.template)
         now = self.services.clock.now
         with self.lock:

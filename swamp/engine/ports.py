@@ -51,3 +51,8 @@ class EngineServices:
     user: str
     emit: Emit = field(default=lambda event: None)
     max_concurrency: int | None = None
+    # Asked between levels and before each step: a reason ("cancel: ...", "shutdown") stops the run.
+    stop_reason: Callable[[], str | None] = field(default=lambda: None)
+    # A long-lived host (swamp serve) tracks the executions in flight to stop them on shutdown.
+    attach: Callable[[Any], None] = field(default=lambda executor: None)
+    detach: Callable[[Any], None] = field(default=lambda executor: None)
