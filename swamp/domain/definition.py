@@ -263,8 +263,18 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
 
 
 def validation_problems(error: ValidationError) -> list[str]:
+    errors = error.errors()
+    locs = [tuple(e["loc"]) for e in errors]
+
+    def echo_of_item_error(e: Any) -> bool:
+        # A list with a broken item is also reported as "too short" (only valid items count).
+        loc = tuple(e["loc"])
+        return e["type"] == "too_short" and any(o[: len(loc)] == loc and len(o) > len(loc) for o in locs)
+
     problems = []
-    for e in error.errors():
+    for e in errors:
+        if echo_of_item_error(e):
+            continue
         msg = e["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
