@@ -10,7 +10,7 @@ from ..domain.checks import check_input_expressions, ensure_runnable
 from ..domain.definition import Workflow
 from ..domain.run import WorkflowRun
 from ..engine.executor import WorkflowExecutor
-from ..engine.ports import Emit, EngineServices
+from ..engine.ports import HOSTED_RUNS, Emit, EngineServices
 from ..store.claim import RunClaim
 from .context import App
 from .supersede import supersede
@@ -55,6 +55,10 @@ def workflow_of(run: WorkflowRun) -> Workflow:
 
 
 def engine_services(app: App, emit: Emit | None) -> EngineServices:
+    hooks = HOSTED_RUNS.get()
+    extra: dict[str, Any] = {}
+    if hooks is not None:
+        extra = {"stop_reason": hooks.stop_reason, "attach": hooks.attach, "detach": hooks.detach}
     return EngineServices(
         save=app.runs.save,
         clock=app.clock,
@@ -65,4 +69,5 @@ def engine_services(app: App, emit: Emit | None) -> EngineServices:
         user=app.user,
         emit=emit or (lambda event: None),
         max_concurrency=app.host_concurrency(),
+        **extra,
     )

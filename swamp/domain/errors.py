@@ -128,3 +128,15 @@ class StepNotWaiting(SwampError):
 
 class StepNotFound(SwampError):
     code = "step_not_found"
+
+
+class TooManyRequests(SwampError):
+    code = "too_many_requests"
+
+
+class ShuttingDown(SwampError):
+    code = "shutting_down"
+
+
+class ServeError(SwampError):
+    code = "serve_error"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,6 +39,19 @@ class MethodRunner(Protocol):
 
 
 Emit = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """How a long-lived host (swamp serve) steers the executions it starts: asked to stop, and told
+    which executors are in flight. Set for the current request with HOSTED_RUNS."""
+
+    stop_reason: Callable[[], str | None]
+    attach: Callable[[Any], None]
+    detach: Callable[[Any], None]
+
+
+HOSTED_RUNS: ContextVar[RunHooks | None] = ContextVar("HOSTED_RUNS", default=None)
 
 
 @dataclass

@@ -37,14 +37,19 @@ class FrameWriter:
             self._stream.flush()
 
 
-def answer(writer: FrameWriter, request_id: Any, request_type: str, payload: Any) -> None:
+Dispatch = Callable[[str, Any, Callable[[dict[str, Any]], None]], dict[str, Any]]
+
+
+def answer(
+    writer: FrameWriter, request_id: Any, request_type: str, payload: Any, dispatch: Dispatch = handle
+) -> None:
     """Run one request and write its frames: events, then a result or an error, then done."""
 
     def emit(event: dict[str, Any]) -> None:
         writer.write({"type": "event", "id": request_id, "event": event})
 
     try:
-        data = handle(request_type, payload, emit)
+        data = dispatch(request_type, payload, emit)
         writer.write({"type": request_type, "id": request_id, "payload": {"data": data}})
     except SwampError as exc:
         writer.write({"type": "error", "id": request_id, "error": exc.to_dict()})
@@ -54,43 +59,48 @@ def answer(writer: FrameWriter, request_id: Any, request_type: str, payload: Any
     writer.write({"type": "done", "id": request_id})
 
 
-def _refuse(writer: FrameWriter, request_id: Any, error: SwampError, line_number: int) -> None:
+def refuse(writer: FrameWriter, request_id: Any, error: SwampError, line_number: int) -> None:
     details = {**error.details, "line": line_number}
     body = {"code": error.code, "message": error.message, "details": details}
     writer.write({"type": "error", "id": request_id, "error": body})
     writer.write({"type": "done", "id": request_id})
 
 
-def parse_frame(line: str, line_number: int, seen: set[str]) -> tuple[Any, str, Any]:
+def parse_frame(
+    line: str, line_number: int, seen: set[str], extra_types: frozenset[str] = frozenset()
+) -> tuple[Any, str, Any]:
     """(id, type, payload) of a request line, or InvalidRequest (with the id when it was readable)."""
     if len(line.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
-        raise _Bad(None, InvalidRequest(f"line {line_number} is longer than {MAX_LINE_BYTES} bytes"))
+        raise BadFrame(None, InvalidRequest(f"line {line_number} is longer than {MAX_LINE_BYTES} bytes"))
     try:
         frame = json.loads(line)
     except ValueError as exc:
-        raise _Bad(None, InvalidRequest(f"line {line_number} is not JSON: {exc}")) from None
+        raise BadFrame(None, InvalidRequest(f"line {line_number} is not JSON: {exc}")) from None
     if not isinstance(frame, dict):
-        raise _Bad(None, InvalidRequest(f"line {line_number} is not a JSON object"))
+        raise BadFrame(None, InvalidRequest(f"line {line_number} is not a JSON object"))
     request_id = frame.get("id")
     if not isinstance(request_id, str) or not request_id:
-        raise _Bad(None, InvalidRequest(f"line {line_number} has no 'id' (a non-empty string)"))
+        raise BadFrame(None, InvalidRequest(f"line {line_number} has no 'id' (a non-empty string)"))
     if request_id in seen:
-        raise _Bad(None, InvalidRequest(f"line {line_number} reuses id '{request_id}'", {"id": request_id}))
+        raise BadFrame(
+            None, InvalidRequest(f"line {line_number} reuses id '{request_id}'", {"id": request_id})
+        )
     seen.add(request_id)
     unknown = sorted(set(frame) - {"type", "id", "payload"})
     if unknown:
-        raise _Bad(request_id, InvalidRequest(f"unknown frame field(s): {', '.join(unknown)}"))
-    try:
-        lookup(frame.get("type"))
-    except InvalidRequest as exc:
-        raise _Bad(request_id, exc) from None
+        raise BadFrame(request_id, InvalidRequest(f"unknown frame field(s): {', '.join(unknown)}"))
+    if frame.get("type") not in extra_types:
+        try:
+            lookup(frame.get("type"))
+        except InvalidRequest as exc:
+            raise BadFrame(request_id, exc) from None
     payload = frame.get("payload", {})
     if not isinstance(payload, dict):
-        raise _Bad(request_id, InvalidRequest("'payload' must be a JSON object"))
+        raise BadFrame(request_id, InvalidRequest("'payload' must be a JSON object"))
     return request_id, frame["type"], payload
 
 
-class _Bad(Exception):
+class BadFrame(Exception):
     def __init__(self, request_id: Any, error: SwampError):
         super().__init__(error.message)
         self.request_id = request_id
@@ -117,8 +127,8 @@ def serve(
                     request_id, request_type, payload = _implied(line, number, implied_type)
                 else:
                     request_id, request_type, payload = parse_frame(line, number, seen)
-            except _Bad as bad:
-                _refuse(writer, bad.request_id, bad.error, number)
+            except BadFrame as bad:
+                refuse(writer, bad.request_id, bad.error, number)
                 continue
             if repo_dir is not None and "repoDir" not in payload:
                 payload = {**payload, "repoDir": repo_dir}
@@ -131,9 +141,11 @@ def _implied(line: str, number: int, request_type: str) -> tuple[Any, str, Any]:
     try:
         payload = json.loads(line)
     except ValueError as exc:
-        raise _Bad(request_id, InvalidRequest(f"line {number} is not JSON: {exc}")) from None
+        raise BadFrame(request_id, InvalidRequest(f"line {number} is not JSON: {exc}")) from None
     if not isinstance(payload, dict):
-        raise _Bad(request_id, InvalidRequest(f"line {number} must be a JSON object (the request's payload)"))
+        raise BadFrame(
+            request_id, InvalidRequest(f"line {number} must be a JSON object (the request's payload)")
+        )
     return request_id, request_type, payload
 
 

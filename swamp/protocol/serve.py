@@ -1,0 +1,433 @@
+"""swamp serve: one long-lived process that answers the JSON-lines protocol on stdin/stdout and,
+with --socket, on a local Unix socket for any number of clients.
+
+Requests run concurrently; a run's claim is held only while serve executes that run, so commands in
+other processes keep working on every other run. Serve adds two request types: `serve.status` and
+`cancel` (an in-flight request by its id, or a run by its ID). After the last open gate of a run is
+approved through serve, serve resumes the run itself, unless the run still waits for a signal.
+Resuming after signals stays manual unless --auto-continue; --enforce-deadlines fails expired
+waits without anyone looking. SIGTERM/SIGINT stop intake, let running steps finish up to --grace
+seconds, record whatever was cut short as interrupted, and exit 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import IO, Any, TextIO
+
+from .. import __version__
+from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
+from ..engine.ports import HOSTED_RUNS, RunHooks
+from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
+from .requests import handle
+
+SERVE_TYPES = frozenset({"serve.status", "cancel"})
+RUN_TYPES = frozenset({"workflow.run", "workflow.resume"})
+
+
+@dataclass
+class ServeOptions:
+    repo_dir: str | None = None
+    socket_path: str | None = None
+    max_runs: int | None = None
+    auto_continue: bool = False
+    enforce_deadlines: bool = False
+    grace: float = 10.0
+    deadline_interval: float = 1.0
+    log_file: str | None = None
+
+
+@dataclass
+class InFlight:
+    """One request being answered: what it is, and the runs it executes."""
+
+    key: tuple[int, str]
+    request_type: str
+    started: float
+    stop: str | None = None
+    executors: set[Any] = field(default_factory=set)
+
+
+class Server:
+    def __init__(self, options: ServeOptions, log: TextIO):
+        self.options = options
+        self._log_stream = log
+        self.started = time.monotonic()
+        self.lock = threading.Lock()
+        self.requests: dict[tuple[int, str], InFlight] = {}
+        self.pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="swamp-serve")
+        self.shutting_down = threading.Event()
+        self.finished = threading.Event()
+        self.connections = 0
+        self.listener: socket.socket | None = None
+
+    # -- logging ---------------------------------------------------------------------------------
+
+    def log(self, message: str) -> None:
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with contextlib.suppress(OSError, ValueError):
+            self._log_stream.write(f"{stamp} swamp serve: {message}\n")
+            self._log_stream.flush()
+
+    # -- requests ----------------------------------------------------------------------------------
+
+    def submit(
+        self, writer: FrameWriter, conn: int, request_id: str, request_type: str, payload: Any
+    ) -> None:
+        if self.options.repo_dir is not None and "repoDir" not in payload and request_type not in SERVE_TYPES:
+            payload = {**payload, "repoDir": self.options.repo_dir}
+        key = (conn, request_id)
+        flight = InFlight(key, request_type, time.monotonic())
+        with self.lock:
+            self.requests[key] = flight
+
+        def work() -> None:
+            try:
+                answer(
+                    writer,
+                    request_id,
+                    request_type,
+                    payload,
+                    lambda t, p, emit: self.dispatch(flight, t, p, emit),
+                )
+            finally:
+                with self.lock:
+                    self.requests.pop(key, None)
+
+        self.pool.submit(work)
+
+    def dispatch(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
+        if request_type == "serve.status":
+            return self.status()
+        if request_type == "cancel":
+            return self.cancel(flight, payload)
+        if self.shutting_down.is_set():
+            raise ShuttingDown("swamp serve is shutting down and takes no new requests; reconnect later")
+        if request_type in RUN_TYPES:
+            return self._hosted(flight, request_type, payload, emit)
+        data = handle(request_type, payload, emit)
+        if (
+            request_type == "workflow.approve"
+            and data.get("approved")
+            or request_type == "workflow.signal"
+            and self.options.auto_continue
+            and not payload.get("check")
+        ):
+            data["autoResume"] = self._continue(flight, payload, data["runId"], data["workflowName"], emit)
+            if data["autoResume"].get("resumed"):
+                data.pop("next", None)
+        return data
+
+    def _hosted(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
+        if self.options.max_runs is not None:
+            with self.lock:
+                executing = sum(
+                    1 for f in self.requests.values() if f.executors or f.request_type in RUN_TYPES
+                )
+            if executing > self.options.max_runs:
+                raise TooManyRequests(
+                    f"swamp serve is already executing {self.options.max_runs} run(s) (--max-runs); "
+                    "try again when one finishes",
+                    {"maxRuns": self.options.max_runs},
+                )
+        hooks = RunHooks(
+            stop_reason=lambda: "shutdown" if self.shutting_down.is_set() else flight.stop,
+            attach=lambda executor: self._attach(flight, executor),
+            detach=lambda executor: self._detach(flight, executor),
+        )
+        token = HOSTED_RUNS.set(hooks)
+        try:
+            return handle(request_type, payload, emit)
+        finally:
+            HOSTED_RUNS.reset(token)
+
+    def _attach(self, flight: InFlight, executor: Any) -> None:
+        with self.lock:
+            flight.executors.add(executor)
+        self.log(f"executing run {executor.run.id} ({executor.run.workflowName})")
+
+    def _detach(self, flight: InFlight, executor: Any) -> None:
+        with self.lock:
+            flight.executors.discard(executor)
+        self.log(f"run {executor.run.id} is {executor.run.status}")
+
+    def _continue(
+        self, flight: InFlight, payload: Any, run_id: str, workflow: str, emit: Any
+    ) -> dict[str, Any]:
+        """Resume a run whose waits are all settled; otherwise say why not."""
+        from ..app.context import App
+
+        app = App.open(payload.get("repoDir"))
+        run = app.runs.find(run_id)
+        now = app.clock.now()
+        waits = [s.wait.waitId for _, s in run.open_waits(now) if s.wait is not None]
+        if waits:
+            return {"resumed": False, "reason": "wait_open", "waitIds": waits}
+        gates = [s.name for _, s in run.open_gates(now)]
+        if gates:
+            return {"resumed": False, "reason": "approval_pending", "steps": gates}
+        if run.status != "suspended":
+            return {"resumed": False, "reason": "run_not_suspended", "runStatus": run.status}
+        resume_payload = {"workflow": workflow, "run": run_id}
+        if payload.get("repoDir"):
+            resume_payload["repoDir"] = payload["repoDir"]
+        try:
+            doc = self._hosted(flight, "workflow.resume", resume_payload, emit)
+        except SwampError as exc:
+            return {"resumed": False, "reason": exc.code, "message": exc.message}
+        return {"resumed": True, "runStatus": doc["status"]}
+
+    def status(self) -> dict[str, Any]:
+        with self.lock:
+            runs = sorted(e.run.id for f in self.requests.values() for e in f.executors)
+            in_flight = len(self.requests) - 1  # not counting this status request
+        open_waits: int | None = None
+        try:
+            from ..app.context import App
+
+            app = App.open(self.options.repo_dir)
+            now = app.clock.now()
+            runs_list, _ = app.runs.list_runs()
+            open_waits = sum(len(r.open_waits(now)) for r in runs_list if r.status == "suspended")
+        except SwampError:
+            open_waits = None
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptimeSeconds": round(time.monotonic() - self.started, 3),
+            "runsInFlight": runs,
+            "requestsInFlight": max(in_flight, 0),
+            "openWaits": open_waits,
+            "socket": self.options.socket_path,
+            "autoContinue": self.options.auto_continue,
+            "enforceDeadlines": self.options.enforce_deadlines,
+            "shuttingDown": self.shutting_down.is_set(),
+        }
+
+    def cancel(self, flight: InFlight, payload: Any) -> dict[str, Any]:
+        if not isinstance(payload, dict) or set(payload) - {"id", "run"} or len(payload) != 1:
+            raise InvalidRequest(
+                "cancel takes exactly one of 'id' (an in-flight request id) or 'run' (a run ID)"
+            )
+        cancelled = []
+        with self.lock:
+            for other in self.requests.values():
+                same_request = "id" in payload and other.key == (flight.key[0], payload["id"])
+                same_run = "run" in payload and any(e.run.id == payload["run"] for e in other.executors)
+                if (same_request or same_run) and other is not flight:
+                    other.stop = f"cancel: cancelled through swamp serve (request {flight.key[1]})"
+                    cancelled.append(
+                        {
+                            "id": other.key[1],
+                            "type": other.request_type,
+                            "runIds": sorted(e.run.id for e in other.executors),
+                        }
+                    )
+        if not cancelled:
+            what = f"request '{payload['id']}'" if "id" in payload else f"run {payload['run']}"
+            raise ServeError(
+                f"No {what} is in flight here; nothing was cancelled", dict(payload), code="not_in_flight"
+            )
+        return {"cancelled": cancelled}
+
+    # -- deadlines -----------------------------------------------------------------------------------
+
+    def enforce_deadlines(self) -> None:
+        """Fail expired waits at their deadline (reason wait_timeout); continue under --auto-continue."""
+        from ..app.context import App
+        from ..app.run import workflow_of
+        from ..store.claim import RunClaim
+
+        while not self.shutting_down.wait(self.options.deadline_interval):
+            try:
+                app = App.open(self.options.repo_dir)
+                now = app.clock.now()
+                runs, _ = app.runs.list_runs()
+            except SwampError as exc:
+                self.log(f"deadline check: {exc.message}")
+                continue
+            for run in runs:
+                if run.status != "suspended":
+                    continue
+                due = [s for _, s in run.unsettled_waits() if s.wait is not None and s.wait.is_expired(now)]
+                if not due:
+                    continue
+                claim = RunClaim(app.layout, run.id, purpose="serve deadlines")
+                if not claim.try_acquire():
+                    continue
+                try:
+                    fresh = app.runs.load(run.workflowId, run.id)
+                    allow = {s.name: s.allowFailure for j in workflow_of(fresh).jobs for s in j.steps}
+                    expired = fresh.expire_waits(app.clock.now(), allow)
+                    if expired:
+                        app.runs.save(fresh)
+                        self.log(f"run {fresh.id}: {len(expired)} wait(s) failed with wait_timeout")
+                finally:
+                    claim.release()
+                if expired and self.options.auto_continue:
+                    flight = InFlight((-1, f"deadline-{fresh.id}"), "workflow.resume", time.monotonic())
+                    with self.lock:
+                        self.requests[flight.key] = flight
+                    self.pool.submit(self._background_continue, flight, fresh.id, fresh.workflowName)
+
+    def _background_continue(self, flight: InFlight, run_id: str, workflow: str) -> None:
+        try:
+            outcome = self._continue(flight, {}, run_id, workflow, lambda event: None)
+            self.log(f"run {run_id}: auto-continue: {outcome}")
+        except Exception as exc:  # a background task must never take serve down
+            self.log(f"run {run_id}: auto-continue failed: {exc}")
+        finally:
+            with self.lock:
+                self.requests.pop(flight.key, None)
+
+    # -- connections -----------------------------------------------------------------------------
+
+    def read_connection(self, reader: IO[str], writer: FrameWriter) -> None:
+        with self.lock:
+            self.connections += 1
+            conn = self.connections
+        seen: set[str] = set()
+        for number, raw in enumerate(reader, start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                request_id, request_type, payload = parse_frame(line, number, seen, SERVE_TYPES)
+            except BadFrame as bad:
+                refuse(writer, bad.request_id, bad.error, number)
+                continue
+            if self.shutting_down.is_set() and request_type not in SERVE_TYPES:
+                refuse(
+                    writer, request_id, ShuttingDown("swamp serve is shutting down; reconnect later"), number
+                )
+                continue
+            self.submit(writer, conn, request_id, request_type, payload)
+
+    def listen(self, path: str) -> None:
+        if os.path.exists(path):
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(path)
+            except OSError:
+                os.unlink(path)  # a stale socket left by a serve that died
+            else:
+                probe.close()
+                raise ServeError(
+                    f"{path} is in use by a running swamp serve; stop it or choose another --socket",
+                    {"socket": path},
+                    code="socket_in_use",
+                )
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_mask = os.umask(0o177)
+        try:
+            listener.bind(path)
+        finally:
+            os.umask(old_mask)
+        os.chmod(path, 0o600)
+        listener.listen(64)
+        self.listener = listener
+        threading.Thread(target=self._accept, name="swamp-serve-accept", daemon=True).start()
+        self.log(f"listening on {path}")
+
+    def _accept(self) -> None:
+        assert self.listener is not None
+        while not self.shutting_down.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve_client, args=(client,), daemon=True).start()
+
+    def _serve_client(self, client: socket.socket) -> None:
+        with (
+            client,
+            client.makefile("r", encoding="utf-8", errors="surrogateescape") as reader,
+            client.makefile("w", encoding="utf-8") as stream,
+        ):
+            writer = FrameWriter(stream)
+            with contextlib.suppress(OSError, ValueError):
+                self.read_connection(reader, writer)
+                self._drain()
+
+    def _drain(self, timeout: float | None = None) -> bool:
+        """Wait until no request is in flight; False if `timeout` passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self.lock:
+                busy = bool(self.requests)
+            if not busy:
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    # -- shutdown --------------------------------------------------------------------------------------
+
+    def shutdown(self, why: str) -> None:
+        self.log(
+            f"{why}: taking no new requests; letting running steps finish (up to {self.options.grace:g}s)"
+        )
+        self.shutting_down.set()
+        if self.listener is not None:
+            with contextlib.suppress(OSError):
+                self.listener.close()
+        if not self._drain(self.options.grace):
+            with self.lock:
+                executors = [e for f in self.requests.values() for e in f.executors]
+            for executor in executors:
+                executor.abandon("swamp serve shut down")
+                self.log(f"run {executor.run.id}: cut short, recorded as interrupted")
+        if self.options.socket_path:
+            with contextlib.suppress(OSError):
+                os.unlink(self.options.socket_path)
+        self.log("stopped")
+
+
+def run_server(options: ServeOptions) -> int:
+    log_stream: TextIO = open(options.log_file, "a", encoding="utf-8") if options.log_file else sys.stderr  # noqa: SIM115
+    server = Server(options, log_stream)
+    stop_signal: list[str] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop_signal.append(signal.Signals(signum).name)
+        server.finished.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if options.socket_path:
+        server.listen(options.socket_path)
+    if options.enforce_deadlines:
+        threading.Thread(target=server.enforce_deadlines, name="swamp-serve-deadlines", daemon=True).start()
+    stdin = sys.stdin
+    reconfigure = getattr(stdin, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(encoding="utf-8", errors="surrogateescape")
+    stdout_writer = FrameWriter(sys.stdout)
+
+    def read_stdin() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            server.read_connection(stdin, stdout_writer)
+        if not options.socket_path:
+            server._drain()
+            server.finished.set()
+
+    threading.Thread(target=read_stdin, name="swamp-serve-stdin", daemon=True).start()
+    server.log(f"ready (version {__version__}, pid {os.getpid()})")
+    while not server.finished.wait(0.2):
+        pass
+    if stop_signal:
+        server.shutdown(f"received {stop_signal[0]}")
+    else:
+        server.shutdown("end of input")
+    sys.stdout.flush()
+    log_stream.flush()
+    os._exit(0)  # worker threads may still hold abandoned work; the records are already consistent
