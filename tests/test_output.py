@@ -188,3 +188,46 @@ def test_help_in_a_subprocess(tmp_path):
     assert done.returncode == 0
     assert "Example" in done.stdout
     assert "--input" in done.stdout
+
+
+NOISY_EXTENSION = """\
+def run(args, ctx):
+    print("noise from user code")
+    return {"ok": True}
+
+
+model = {"type": "@test/noisy", "version": "1", "methods": {"run": {"execute": run}}}
+"""
+
+
+def _noisy_repo(repo):
+    repo.write_extension("noisy.py", NOISY_EXTENSION)
+    repo.write_model({"id": "5e5e5e5e-0000-4000-8000-0000000000bb", "name": "noisy", "type": "@test/noisy"})
+    task = {"type": "model_method", "modelIdOrName": "noisy", "methodName": "run"}
+    repo.write_workflow("noisy", [job("main", {"name": "s", "task": task})])
+    return repo
+
+
+@pytest.mark.cli
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a model method's print() goes straight to swamp's stdout, so --json prints more than "
+    "one document",
+)
+def test_json_stdout_stays_one_document_when_a_model_prints(repo):
+    code, out, err, _ = _noisy_repo(repo).swamp("workflow", "run", "noisy", "--json")
+    assert code == 0, err
+    assert single_document(out)["status"] == "succeeded"
+
+
+@pytest.mark.cli
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a model method's print() goes straight to swamp's stdout and corrupts the JSON-lines stream",
+)
+def test_jsonl_stream_stays_frames_when_a_model_prints(repo):
+    request = json.dumps({"type": "workflow.run", "id": "a", "payload": {"workflow": "noisy"}}) + "\n"
+    code, out, err, _ = _noisy_repo(repo).swamp("--jsonl", input=request)
+    assert code == 0, err
+    frames = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert frames[-1] == {"type": "done", "id": "a"}

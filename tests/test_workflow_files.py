@@ -288,3 +288,15 @@ def test_workflow_list_reports_broken_files_apart(repo):
     assert [w["name"] for w in body["workflows"]] == ["fine"]
     assert [b["path"] for b in body["broken"]] == ["workflows/workflow-torn.yaml"]
     assert body["broken"][0]["error"]["code"] == "workflow_invalid"
+
+
+def test_running_a_broken_workflow_is_refused_with_the_problem(repo):
+    step = sh("s", "touch ran")
+    step["dependsOn"] = ["x"]
+    repo.write_workflow("torn-run", [job("main", step)])
+    with pytest.raises(WorkflowInvalid) as info:
+        repo.run("torn-run")
+    assert "workflows/workflow-torn-run.yaml" in info.value.message
+    assert "condition" in info.value.message
+    assert repo.run_files() == []
+    assert not (repo.root / "ran").exists()
