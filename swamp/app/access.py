@@ -51,7 +51,10 @@ def resolve_run(
     if run_ref:
         return app.runs.find(run_ref, workflow_id)
     wanted = set(statuses)
-    runs, _ = app.runs.list_runs(workflow_id)
+    if wanted <= {"suspended", "running", "pending", "interrupted"}:
+        runs, _ = app.runs.active_runs(workflow_id)
+    else:
+        runs, _ = app.runs.list_runs(workflow_id)
     candidates = [
         r for r in runs if r.status in wanted or ("interrupted" in wanted and is_interrupted(app, r))
     ]
@@ -73,7 +76,7 @@ def resolve_run(
 
 
 def suspended_runs(app: App, workflow_id: str | None = None) -> list[WorkflowRun]:
-    runs, _ = app.runs.list_runs(workflow_id)
+    runs, _ = app.runs.active_runs(workflow_id)
     return [r for r in runs if r.status == "suspended"]
 
 

@@ -14,7 +14,7 @@ from .context import App
 
 
 def supersede(app: App, workflow: Workflow, new_run: WorkflowRun) -> list[dict[str, Any]]:
-    runs, _ = app.runs.list_runs(workflow.id)
+    runs, _ = app.runs.active_runs(workflow.id)
     report: list[dict[str, Any]] = []
     for old in runs:
         if old.status != "suspended" or old.inputs != new_run.inputs:

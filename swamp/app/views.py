@@ -23,7 +23,9 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
     now = app.clock.now()
     from ..domain.waits import example_value
 
-    others = [r for r in app.runs.list_runs(run.workflowId)[0] if r.status == "suspended" and r.id != run.id]
+    others = [
+        r for r in app.runs.active_runs(run.workflowId)[0] if r.status == "suspended" and r.id != run.id
+    ]
     waits = [
         {
             "waitId": step.wait.waitId,

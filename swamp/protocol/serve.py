@@ -196,7 +196,7 @@ class Server:
 
             app = App.open(self.options.repo_dir)
             now = app.clock.now()
-            runs_list, _ = app.runs.list_runs()
+            runs_list, _ = app.runs.active_runs()
             open_waits = sum(len(r.open_waits(now)) for r in runs_list if r.status == "suspended")
         except SwampError:
             open_waits = None
@@ -251,7 +251,7 @@ class Server:
             try:
                 app = App.open(self.options.repo_dir)
                 now = app.clock.now()
-                runs, _ = app.runs.list_runs()
+                runs, _ = app.runs.active_runs()
             except SwampError as exc:
                 self.log(f"deadline check: {exc.message}")
                 continue

@@ -11,10 +11,13 @@ from ..domain.run import WorkflowRun
 from .files import write_atomic
 from .repo import RepoLayout
 
+ACTIVE = frozenset({"pending", "running", "suspended"})
+
 
 class RunRepository:
     def __init__(self, layout: RepoLayout):
         self.layout = layout
+        self._active_written: dict[str, str] = {}
 
     def path_for(self, workflow_id: str, run_id: str) -> Path:
         return self.layout.runs_dir / workflow_id / f"{run_id}.json"
@@ -25,7 +28,102 @@ class RunRepository:
     def save(self, run: WorkflowRun) -> None:
         data = json.dumps(run.to_dict(), indent=1, ensure_ascii=False).encode("utf-8")
         self._index_waits(run)
+        active = run.status in ACTIVE
+        if active:
+            self._mark_active(run)
         write_atomic(self.path_for(run.workflowId, run.id), data + b"\n")
+        if not active:
+            self._unmark_active(run.id)
+
+    # -- the active-run index: index/active/<runId>.json for every run not yet finished ----------
+    # Hot paths (waits, approvals, resume, supersede) read this instead of every record, so their
+    # cost does not grow with history. Each entry is written under its run's claim: before the
+    # record when a run becomes active, removed after the record when it finishes, so a crash can
+    # leave a stale entry (dropped when read) but never lose one. A missing or corrupt index is
+    # rebuilt from the records.
+
+    @property
+    def _active_dir(self) -> Path:
+        return self.layout.datastore / "index" / "active"
+
+    @property
+    def _built_stamp(self) -> Path:
+        return self.layout.datastore / "index" / "active.built"
+
+    def _mark_active(self, run: WorkflowRun) -> None:
+        entry = {
+            "runId": run.id,
+            "workflowId": run.workflowId,
+            "workflowName": run.workflowName,
+            "status": run.status,
+        }
+        if self._active_written.get(run.id) == run.status:
+            return
+        path = self._active_dir / f"{run.id}.json"
+        try:
+            if json.loads(path.read_text(encoding="utf-8")) == entry:
+                self._active_written[run.id] = run.status
+                return
+        except (OSError, ValueError):
+            pass
+        write_atomic(path, json.dumps(entry).encode("utf-8"))
+        self._active_written[run.id] = run.status
+
+    def _unmark_active(self, run_id: str) -> None:
+        self._active_written.pop(run_id, None)
+        (self._active_dir / f"{run_id}.json").unlink(missing_ok=True)
+
+    def rebuild_active_index(self) -> int:
+        """Rebuild the index from every record; returns the number of active runs found."""
+        count = 0
+        self._active_dir.mkdir(parents=True, exist_ok=True)
+        for stale in self._active_dir.glob("*.json"):
+            stale.unlink(missing_ok=True)
+        self._active_written.clear()
+        for path in self.record_paths():
+            try:
+                run = self.load_path(path)
+            except (RunUnreadable, RunNotFound):
+                continue
+            if run.status in ACTIVE:
+                self._mark_active(run)
+                count += 1
+        write_atomic(self._built_stamp, b"1\n")
+        return count
+
+    def active_runs(self, workflow_id: str | None = None) -> tuple[list[WorkflowRun], list[RunUnreadable]]:
+        """Every run not yet finished (pending, running, suspended), newest first."""
+        if not self._built_stamp.exists():
+            self.rebuild_active_index()
+        entries = []
+        for path in sorted(self._active_dir.glob("*.json")):
+            try:
+                entry = json.loads(path.read_text(encoding="utf-8"))
+                entries.append((path, str(entry["workflowId"]), str(entry["runId"])))
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError, KeyError, TypeError):
+                self.rebuild_active_index()
+                return self.active_runs(workflow_id)
+        runs: list[WorkflowRun] = []
+        unreadable: list[RunUnreadable] = []
+        for path, entry_workflow, run_id in entries:
+            if workflow_id is not None and entry_workflow != workflow_id:
+                continue
+            try:
+                run = self.load(entry_workflow, run_id)
+            except RunNotFound:
+                path.unlink(missing_ok=True)
+                continue
+            except RunUnreadable as exc:
+                unreadable.append(exc)
+                continue
+            if run.status not in ACTIVE:
+                path.unlink(missing_ok=True)
+                continue
+            runs.append(run)
+        runs.sort(key=lambda r: (r.createdAt, r.id), reverse=True)
+        return runs, unreadable
 
     # -- the wait index: waits/<waitId> -> the run that holds it --------------------------------
     # Written before the record that names the wait, under the run's claim, so a wait in a saved
@@ -136,6 +234,10 @@ class RunRepository:
 
     def find(self, run_id_or_prefix: str, workflow_id: str | None = None) -> WorkflowRun:
         """A run by its ID or a unique prefix of it."""
+        if workflow_id is not None and len(run_id_or_prefix) == 36:
+            direct = self.path_for(workflow_id, run_id_or_prefix)
+            if direct.exists():
+                return self.load_path(direct)
         matches = [p for p in self.record_paths(workflow_id) if p.stem.startswith(run_id_or_prefix)]
         exact = [p for p in matches if p.stem == run_id_or_prefix]
         if exact:
