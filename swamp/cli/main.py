@@ -157,7 +157,12 @@ def cli(ctx: click.Context, as_json: bool, jsonl: bool, repo_dir: str | None) ->
 
 @cli.group()
 def repo() -> None:
-    """Create and inspect swamp repositories."""
+    """Create swamp repositories.
+
+    \b
+    Example:
+      swamp repo init my-repo
+    """
 
 
 @repo.command("init")
@@ -185,7 +190,15 @@ def repo_init(ctx: click.Context, directory: str | None, as_json: bool) -> None:
 
 @cli.group()
 def workflow() -> None:
-    """Create, validate, run and inspect workflows."""
+    """Create, validate, run, resume and inspect workflows; answer their gates and waits.
+
+    \b
+    Examples:
+      swamp workflow run release
+      swamp workflow waits
+      swamp workflow signal WAIT_ID --payload '{"verdict":"ship"}'
+      swamp workflow resume release
+    """
 
 
 @workflow.command("run")
@@ -771,7 +784,12 @@ def summarize_schema(schema: Any) -> str:
 
 @workflow.group("wait")
 def workflow_wait() -> None:
-    """Inspect one signal wait."""
+    """Inspect one signal wait.
+
+    \b
+    Example:
+      swamp workflow wait show WAIT_ID
+    """
 
 
 @workflow_wait.command("show")
@@ -869,7 +887,13 @@ def serve(
 
 @cli.group()
 def model() -> None:
-    """Create and inspect model definitions and types."""
+    """Create and inspect model definitions and types.
+
+    \b
+    Examples:
+      swamp model create command/shell hello
+      swamp model type list
+    """
 
 
 @model.command("create")
@@ -946,7 +970,12 @@ def model_get(ctx: click.Context, name: str, as_json: bool, repo_dir: str | None
 
 @model.group("type")
 def model_type() -> None:
-    """Inspect model types (builtin and extensions/models/*.py)."""
+    """Inspect model types (builtin and extensions/models/*.py).
+
+    \b
+    Example:
+      swamp model type list --json
+    """
 
 
 @model_type.command("list")
