@@ -105,7 +105,7 @@ def test_history_lists_unreadable_records_apart(repo):
 def test_history_is_newest_first(history_repo, monkeypatch):
     # created in this order, but with clocks that say the second is the oldest
     ids = []
-    for now in ("2031-05-02T00:00:00Z", "2031-05-01T00:00:00Z", "2031-05-03T00:00:00Z"):
+    for now in ("2099-05-02T00:00:00Z", "2099-05-01T00:00:00Z", "2099-05-03T00:00:00Z"):
         monkeypatch.setenv("SWAMP_NOW", now)
         ids.append(history_repo.run("hist-a")["id"])
     monkeypatch.delenv("SWAMP_NOW")
