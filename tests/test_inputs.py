@@ -141,11 +141,6 @@ def test_input_values_are_data_never_evaluated(shared_repo):
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a flat inputs schema (properties directly under `inputs:`) is silently accepted and "
-    "never applied; the reference honours it",
-)
 def test_flat_inputs_schema_is_honoured_or_refused(shared_repo):
     shared_repo.write_workflow(
         "flat", [job("main", sh("s", "touch flat-ran"))], inputs={"env": {"type": "string", "enum": ["dev"]}}

@@ -105,11 +105,6 @@ def test_per_command_jsonl_takes_payload_lines(jl_repo):
 
 
 @pytest.mark.cli
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the eager --jsonl callback runs before the command's own --repo-dir is parsed, "
-    "so `swamp workflow get --repo-dir X --jsonl` ignores X",
-)
 def test_per_command_jsonl_honours_the_command_repo_dir(jl_repo, tmp_path):
     code, out, _err, _ = run_swamp(
         "workflow",

@@ -96,11 +96,6 @@ def test_broken_extensions_are_reported_and_do_not_break_other_workflows(repo):
 
 
 @pytest.mark.cli
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: an extension that raises SystemExit at import ends the swamp process "
-    "(registry catches Exception, not BaseException)",
-)
 def test_extension_calling_sys_exit_is_reported_not_fatal(repo):
     repo.write_extension("quits.py", "import sys\nsys.exit(0)\n")
     code, out, _err, body = repo.swamp("model", "type", "list", "--json")

@@ -209,11 +209,6 @@ def _noisy_repo(repo):
 
 
 @pytest.mark.cli
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a model method's print() goes straight to swamp's stdout, so --json prints more than "
-    "one document",
-)
 def test_json_stdout_stays_one_document_when_a_model_prints(repo):
     code, out, err, _ = _noisy_repo(repo).swamp("workflow", "run", "noisy", "--json")
     assert code == 0, err
@@ -221,10 +216,6 @@ def test_json_stdout_stays_one_document_when_a_model_prints(repo):
 
 
 @pytest.mark.cli
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a model method's print() goes straight to swamp's stdout and corrupts the JSON-lines stream",
-)
 def test_jsonl_stream_stays_frames_when_a_model_prints(repo):
     request = json.dumps({"type": "workflow.run", "id": "a", "payload": {"workflow": "noisy"}}) + "\n"
     code, out, err, _ = _noisy_repo(repo).swamp("--jsonl", input=request)

@@ -582,11 +582,6 @@ def test_rule09_guard_sees_the_expansion_item(shared_repo):
     assert not (shared_repo.root / "r09-guard-b").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a forEach expansion whose name equals another step's name is silently dropped "
-    "(JobRun.replace_template keeps only names not already present); it never runs and nothing says so",
-)
 def test_rule09_expansion_colliding_with_a_step_name_is_not_silently_dropped(shared_repo):
     shared_repo.write_workflow(
         "r09-collide",
@@ -675,11 +670,6 @@ def test_rule10_missing_required_input_is_refused(shared_repo):
 
 
 @pytest.mark.cli
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: expression_sites never walks into jobs (model_dump keeps tuples), so a missing input "
-    "is not caught before the run record is created",
-)
 def test_rule11_unsupplied_input_aborts_before_a_record_exists(repo):
     repo.write_workflow("r11-missing", [job("main", sh("s", "echo ${{ inputs.version }} > r11-ran"))])
     code, _out, _err, body = repo.swamp("workflow", "run", "r11-missing", "--json")

@@ -199,11 +199,6 @@ def test_validate_reports_a_bad_top_level_expression(shared_repo):
     assert "inputs.(" in check["error"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: expression_sites never walks into jobs (model_dump keeps tuples), "
-    "so expressions in steps are never checked",
-)
 def test_validate_reports_a_bad_expression_in_a_step(shared_repo):
     shared_repo.write_workflow("badstep", [job("main", sh("s", "echo ${{ inputs.( }}"))])
     body = shared_repo.handle("workflow.validate", {"workflow": "badstep"})

@@ -104,7 +104,21 @@ def _serve_command_jsonl(ctx: click.Context, param: click.Parameter, value: bool
     from ..protocol.jsonl import serve_stdio
 
     path = ctx.command_path.split(" ", 1)[1] if " " in ctx.command_path else ""
-    ctx.exit(serve_stdio(repo_dir=_repo_dir(ctx, None), implied_type=COMMAND_REQUESTS[path]))
+    # Eager: this runs before the command's own --repo-dir is parsed, so read it from the argv.
+    argv = (ctx.find_root().obj or {}).get("argv", [])
+    local = _option_value(argv, "--repo-dir")
+    ctx.exit(serve_stdio(repo_dir=_repo_dir(ctx, local), implied_type=COMMAND_REQUESTS[path]))
+
+
+def _option_value(argv: list[str], name: str) -> str | None:
+    """The value of the last `name VALUE` or `name=VALUE` in argv."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith(name + "="):
+            found = arg.split("=", 1)[1]
+    return found
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -143,7 +157,7 @@ def cli(ctx: click.Context, as_json: bool, jsonl: bool, repo_dir: str | None) ->
       swamp workflow create hello
       swamp workflow run hello
     """
-    ctx.obj = {"json": as_json, "repo_dir": repo_dir}
+    ctx.obj = {**(ctx.obj or {}), "json": as_json, "repo_dir": repo_dir}
     if jsonl:
         from ..protocol.jsonl import serve_stdio
 
@@ -1003,8 +1017,12 @@ def model_type_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if {"--json", "--jsonl"} & set(args):
+        from .output import protect_stdout
+
+        protect_stdout()
     try:
-        code = cli.main(args=args, prog_name="swamp", standalone_mode=False)
+        code = cli.main(args=args, prog_name="swamp", standalone_mode=False, obj={"argv": list(args)})
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:

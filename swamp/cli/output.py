@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from ..domain.errors import SwampError
 
@@ -31,9 +31,31 @@ def style(text: str, color: str | None = None, bold: bool = False, dim: bool = F
     return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if codes else text
 
 
+class _Channel:
+    """Where swamp's own output goes. In JSON modes stdout must carry our documents or frames
+    only, so `protect_stdout` moves file descriptor 1 to stderr (anything a model method or its
+    subprocess prints lands there) and keeps a private handle on the real stdout for us."""
+
+    stream: TextIO | None = None
+
+
+def protect_stdout() -> TextIO:
+    if _Channel.stream is None:
+        sys.stdout.flush()
+        private = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="surrogateescape")
+        os.dup2(2, 1)
+        _Channel.stream = private
+    return _Channel.stream
+
+
+def stdout() -> TextIO:
+    return _Channel.stream or sys.stdout
+
+
 def out(line: str = "") -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+    stream = stdout()
+    stream.write(line + "\n")
+    stream.flush()
 
 
 def err(line: str = "") -> None:
@@ -42,8 +64,9 @@ def err(line: str = "") -> None:
 
 
 def print_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
+    stream = stdout()
+    stream.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    stream.flush()
 
 
 def print_error(error: SwampError, as_json: bool) -> None:

@@ -31,7 +31,7 @@ class Check:
 
 def expression_sites(workflow: Workflow) -> Iterator[tuple[str, str]]:
     """(where, source) for every `${{ }}` in the workflow definition."""
-    data = workflow.model_dump(by_alias=True, exclude_none=True)
+    data = workflow.model_dump(mode="json", by_alias=True, exclude_none=True)
     yield from _walk(data, "")
 
 
@@ -44,7 +44,7 @@ def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
             if key == "schema":  # a wait's payload schema is data, not a template
                 continue
             yield from _walk(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list):
+    elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
             yield from _walk(item, f"{path}[{i}]")
 

@@ -29,6 +29,39 @@ from .expressions import whole_expression
 WORKFLOW_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 
+SCHEMA_KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "$defs",
+        "$ref",
+        "$schema",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "patternProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
+        "enum",
+        "const",
+        "title",
+        "description",
+        "default",
+        "examples",
+    }
+)
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -136,6 +169,15 @@ class Workflow(_Strict):
     def _safe_name(cls, value: str) -> str:
         if ".." in value or "/" in value or "\\" in value or "\x00" in value:
             raise ValueError("name must not contain '..', '/', '\\' or NUL")
+        return value
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _flat_inputs(cls, value: Any) -> Any:
+        """`inputs:` may also list the properties directly (the original swamp's flat form)."""
+        flat = isinstance(value, dict) and value and not (set(value) & SCHEMA_KEYWORDS)
+        if flat and all(isinstance(v, dict) for v in value.values()):
+            return {"type": "object", "properties": value}
         return value
 
     @model_validator(mode="after")

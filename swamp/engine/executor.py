@@ -216,6 +216,18 @@ class WorkflowExecutor:
                 self._emit("step_failed", job=job.name, step=step.name, error=template_run.error)
                 ok = False
                 continue
+            others = {s.name for s in job.steps if s.name != step.name}
+            clashes = sorted(e.name for e in expansions if e.name in others)
+            if clashes:
+                with self.lock:
+                    template_run.fail(
+                        self.services.clock.now(),
+                        f"forEach of step '{step.name}' expands to {', '.join(clashes)}, "
+                        "which another step of the job is already called; rename one of them",
+                    )
+                self._emit("step_failed", job=job.name, step=step.name, error=template_run.error)
+                ok = False
+                continue
             with self.lock:
                 job_run.replace_template(step.name, expansions)
         return ok

@@ -71,7 +71,7 @@ class ModelTypeRegistry:
                     continue
                 try:
                     model_type = _import_extension(path, self.layout.root)
-                except Exception as exc:  # an extension is user code: any failure is reported, not raised
+                except (Exception, SystemExit) as exc:  # user code: any failure is reported, not raised
                     self._problems.append(
                         ExtensionProblem(str(path.relative_to(self.layout.root)), _describe(exc))
                     )

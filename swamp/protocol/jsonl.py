@@ -150,8 +150,10 @@ def _implied(line: str, number: int, request_type: str) -> tuple[Any, str, Any]:
 
 
 def serve_stdio(repo_dir: str | None = None, implied_type: str | None = None) -> int:
+    from ..cli.output import protect_stdout
+
     stdin = _text(sys.stdin)
-    return serve(stdin, sys.stdout, repo_dir=repo_dir, implied_type=implied_type)
+    return serve(stdin, protect_stdout(), repo_dir=repo_dir, implied_type=implied_type)
 
 
 def _text(stream: IO[str]) -> IO[str]:

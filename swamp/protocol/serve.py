@@ -411,7 +411,10 @@ def run_server(options: ServeOptions) -> int:
     reconfigure = getattr(stdin, "reconfigure", None)
     if reconfigure is not None:
         reconfigure(encoding="utf-8", errors="surrogateescape")
-    stdout_writer = FrameWriter(sys.stdout)
+    from ..cli.output import protect_stdout
+
+    frames_out = protect_stdout()
+    stdout_writer = FrameWriter(frames_out)
 
     def read_stdin() -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -428,6 +431,6 @@ def run_server(options: ServeOptions) -> int:
         server.shutdown(f"received {stop_signal[0]}")
     else:
         server.shutdown("end of input")
-    sys.stdout.flush()
+    frames_out.flush()
     log_stream.flush()
     os._exit(0)  # worker threads may still hold abandoned work; the records are already consistent

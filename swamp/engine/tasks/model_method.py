@@ -29,6 +29,6 @@ def execute(task: ModelMethodTask, ex: StepExecution) -> Outcome:
         return Failed(str(exc), outputs=exc.result)
     except SwampError as exc:
         return Failed(exc.message)
-    except Exception as exc:  # a model method is user code: its failure is the step's failure
+    except (Exception, SystemExit) as exc:  # a model method is user code: its failure is the step's
         return Failed(f"{type(exc).__name__}: {exc}")
     return Succeeded(result)
