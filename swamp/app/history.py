@@ -24,4 +24,5 @@ def history_get(app: App, run_ref: str) -> dict[str, Any]:
     run = app.runs.find(run_ref)
     doc = run_document(app, run)
     doc["interrupted"] = is_interrupted(app, run)
+    doc["audit"] = app.runs.read_audit(run)
     return doc

@@ -147,8 +147,11 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
         doc["payload"] = (step.outputs or {}).get("payload") if isinstance(step.outputs, dict) else None
     if doc["status"] == "open":
         example = example_value(wait.schema)
-        doc["examplePayload"] = example
-        doc["next"] = [f"swamp workflow signal {wait_id} --payload '{_compact(example)}'"]
+        if not app.validation.problems(example, wait.schema):
+            doc["examplePayload"] = example
+            doc["next"] = [f"swamp workflow signal {wait_id} --payload '{_compact(example)}'"]
+        else:  # the schema is beyond what the example maker understands
+            doc["next"] = [f"swamp workflow signal {wait_id} --payload '<json matching the schema>'"]
     return doc
 
 

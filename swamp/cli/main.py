@@ -423,7 +423,7 @@ def workflow_history(
                     [
                         r["runId"],
                         r["workflowName"],
-                        r["status"],
+                        r["status"] + (" (interrupted)" if r.get("interrupted") else ""),
                         r["createdAt"],
                         duration(r.get("durationMs")),
                     ]

@@ -139,7 +139,14 @@ def run_tree(doc: dict[str, Any]) -> None:
             out(f"    {icon} {step['name']} {duration(step.get('durationMs'))}{extra}".rstrip())
             if step.get("error"):
                 out(f"      -> {step['error']}")
-    out(f"Result: {status_text(doc['status'])} {took}".rstrip())
+    for entry in doc.get("audit") or []:
+        signal = f" ({entry['signalId']})" if entry.get("signalId") else ""
+        out(
+            f"  {entry.get('at')} {entry.get('action')} {entry.get('waitId')} by {entry.get('by')}: "
+            f"{entry.get('code')}{signal}"
+        )
+    interrupted = " (interrupted: its process stopped)" if doc.get("interrupted") else ""
+    out(f"Result: {status_text(doc['status'])}{interrupted} {took}".rstrip())
     out(style(f"Saved to: {doc.get('path')}", dim=True))
 
 
