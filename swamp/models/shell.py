@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import time
 from typing import Any
@@ -29,30 +31,46 @@ def execute(args: dict[str, Any], ctx: MethodContext) -> dict[str, Any]:
     timeout_ms = args.get("timeout")
     started = time.monotonic()
     try:
-        done = subprocess.run(
+        # Its own process group, so a timeout stops the command and everything it started.
+        proc = subprocess.Popen(
             ["sh", "-c", args["run"]],
             cwd=cwd,
             env=env,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
             text=True,
             errors="replace",
-            timeout=timeout_ms / 1000 if timeout_ms else None,
-            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
-    except subprocess.TimeoutExpired:
-        raise MethodFailed(f"Command timed out after {timeout_ms} ms") from None
     except OSError as exc:
         raise MethodFailed(f"Command could not start: {exc}") from None
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_ms / 1000 if timeout_ms else None)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        raise MethodFailed(
+            f"Command timed out after {timeout_ms} ms",
+            {
+                "exitCode": None,
+                "stdout": stdout,
+                "stderr": stderr,
+                "durationMs": round((time.monotonic() - started) * 1000),
+            },
+        ) from None
+
     result = {
-        "exitCode": done.returncode,
-        "stdout": done.stdout,
-        "stderr": done.stderr,
+        "exitCode": proc.returncode,
+        "stdout": stdout,
+        "stderr": stderr,
         "durationMs": round((time.monotonic() - started) * 1000),
     }
-    for line in done.stdout.splitlines():
+    for line in stdout.splitlines():
         ctx.log(line)
-    if done.returncode != 0 and not args.get("ignoreExitCode"):
-        raise MethodFailed(f"Command exited with code {done.returncode}", result)
+    if proc.returncode != 0 and not args.get("ignoreExitCode"):
+        raise MethodFailed(f"Command exited with code {proc.returncode}", result)
     return result
 
 
