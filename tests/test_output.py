@@ -143,7 +143,9 @@ def test_no_color_disables_ansi_escapes_on_a_terminal(shared_repo):
 
 
 def _leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()):
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
         path = (*prefix, name)
         if isinstance(command, click.Group):
             yield from _leaf_commands(command, path)

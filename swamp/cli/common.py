@@ -1,0 +1,176 @@
+"""What every command shares: the click flavour, output options, and `call` (request, then render)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+# rich-click renders help beautifully but costs ~25 ms of import; commands that only do work (a
+# `signal` in a script's loop) parse with plain click, which rich-click wraps with the same API.
+if not sys.argv[1:] or {"-h", "--help"} & set(sys.argv[1:]):
+    import rich_click as click
+
+    click.Group = click.RichGroup  # the lazy groups below subclass the rich flavour
+    click.rich_click.USE_RICH_MARKUP = False
+    click.rich_click.SHOW_ARGUMENTS = True
+    click.rich_click.MAX_WIDTH = 100
+else:
+    import click  # type: ignore[no-redef]
+
+from ..domain.errors import EXIT_FAILED, InternalError, SwampError
+from .output import print_error, print_json
+
+Renderer = Callable[[dict[str, Any]], None]
+
+
+def _as_json(ctx: click.Context, local: bool) -> bool:
+    root = ctx.find_root()
+    return local or bool(root.obj and root.obj.get("json"))
+
+
+def _repo_dir(ctx: click.Context, local: str | None) -> str | None:
+    root = ctx.find_root()
+    return local or (root.obj or {}).get("repo_dir")
+
+
+def call(
+    ctx: click.Context,
+    request: str,
+    payload: dict[str, Any],
+    *,
+    as_json: bool,
+    repo_dir: str | None,
+    render: Renderer,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    exit_code: Callable[[dict[str, Any]], int] = lambda data: 0,
+) -> None:
+    from ..protocol.requests import handle
+
+    use_json = _as_json(ctx, as_json)
+    directory = _repo_dir(ctx, repo_dir)
+    if directory is not None:
+        payload = {**payload, "repoDir": directory}
+    try:
+        data = handle(request, payload, None if use_json else progress)
+    except SwampError as exc:
+        print_error(exc, use_json)
+        ctx.exit(exc.exit_code)
+    except Exception as exc:  # never a bare traceback
+        if os.environ.get("SWAMP_DEBUG"):
+            raise
+        error = InternalError(
+            f"unexpected error: {type(exc).__name__}: {exc}. Run again with SWAMP_DEBUG=1 for a traceback"
+        )
+        print_error(error, use_json)
+        ctx.exit(error.exit_code)
+    if use_json:
+        print_json(data)
+    else:
+        render(data)
+    code = exit_code(data)
+    if code:
+        ctx.exit(code)
+
+
+COMMAND_REQUESTS = {
+    "repo init": "repo.init",
+    "workflow run": "workflow.run",
+    "workflow list": "workflow.list",
+    "workflow get": "workflow.get",
+    "workflow create": "workflow.create",
+    "workflow validate": "workflow.validate",
+    "workflow history": "workflow.history",
+    "workflow approve": "workflow.approve",
+    "workflow reject": "workflow.reject",
+    "workflow approvals": "workflow.approvals",
+    "workflow resume": "workflow.resume",
+    "workflow cancel": "workflow.cancel",
+    "workflow signal": "workflow.signal",
+    "workflow waits": "workflow.waits",
+    "workflow wait show": "workflow.wait.show",
+    "model create": "model.create",
+    "model list": "model.list",
+    "model get": "model.get",
+    "model type list": "model.type.list",
+}
+
+
+def _serve_command_jsonl(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """--jsonl on a command: every stdin line is one payload of that command's request type."""
+    if not value or ctx.resilient_parsing:
+        return
+    from ..protocol.jsonl import serve_stdio
+
+    path = ctx.command_path.split(" ", 1)[1] if " " in ctx.command_path else ""
+    # Eager: this runs before the command's own --repo-dir is parsed, so read it from the argv.
+    argv = (ctx.find_root().obj or {}).get("argv", [])
+    local = _option_value(argv, "--repo-dir")
+    ctx.exit(serve_stdio(repo_dir=_repo_dir(ctx, local), implied_type=COMMAND_REQUESTS[path]))
+
+
+def _option_value(argv: list[str], name: str) -> str | None:
+    """The value of the last `name VALUE` or `name=VALUE` in argv."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith(name + "="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option(
+        "--jsonl",
+        is_flag=True,
+        is_eager=True,
+        expose_value=False,
+        callback=_serve_command_jsonl,
+        help="Read one JSON payload per stdin line and answer each with JSON-lines frames.",
+    )(func)
+    func = click.option(
+        "--repo-dir",
+        type=click.Path(file_okay=False),
+        help="The repository (default: found from the current directory).",
+    )(func)
+    func = click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON document instead of log lines."
+    )(func)
+    return func
+
+
+def claim_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--claim-timeout",
+        type=click.FloatRange(min=0),
+        metavar="SECONDS",
+        help="How long to wait for the run's claim when another command holds it (default 5).",
+    )(func)
+
+
+def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in payload.items() if v is not None}
+
+
+def _run_exit(data: dict[str, Any]) -> int:
+    return EXIT_FAILED if data.get("status") in ("failed", "cancelled") else 0
+
+
+class LazyGroup(click.Group):  # type: ignore[misc]
+    """A group whose subcommands are imported only when used, so a command starts fast."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> Any:
+        if name in self.lazy:
+            module_name, attribute = self.lazy[name].split(":")
+            return getattr(importlib.import_module(module_name, __package__), attribute)
+        return super().get_command(ctx, name)

@@ -1,0 +1,213 @@
+"""workflow approve / reject / approvals / resume / cancel: gates and the run's life."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..domain.errors import UsageError
+from .common import (
+    _as_json,
+    _drop_none,
+    _run_exit,
+    call,
+    claim_option,
+    click,
+    output_options,
+)
+from .output import out, print_error, style
+
+
+def _decision_command(approved: bool) -> Callable[..., Any]:
+    verb = "approve" if approved else "reject"
+
+    @click.argument("workflow_name", metavar="WORKFLOW")
+    @click.argument("step")
+    @click.option(
+        "--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several are suspended."
+    )
+    @click.option("--job", help="The job, when the step name is waiting in several jobs.")
+    @click.option("--reason", help="Why; recorded with the decision.")
+    @claim_option
+    @output_options
+    @click.pass_context
+    def command(
+        ctx: click.Context,
+        workflow_name: str,
+        step: str | None,
+        run_id: str | None,
+        job: str | None,
+        reason: str | None,
+        claim_timeout: float | None,
+        as_json: bool,
+        repo_dir: str | None,
+    ) -> None:
+        def render(data: dict[str, Any]) -> None:
+            word = style("Approved", "green") if data["approved"] else style("Rejected", "red")
+            out(
+                f"{word} step {data['stepName']} of {data['workflowName']} (run {data['runId']}) "
+                f"as {data['decidedBy']}"
+            )
+            if not data["approved"]:
+                out(f"The run is now {data['runStatus']}.")
+            for command in data.get("next", []):
+                out(f"  Next: {command}")
+
+        payload = _drop_none(
+            {
+                "workflow": workflow_name,
+                "step": step,
+                "run": run_id,
+                "job": job,
+                "reason": reason,
+                "claimTimeout": claim_timeout,
+            }
+        )
+        call(ctx, f"workflow.{verb}", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+
+    return command
+
+
+approve = click.command(
+    "approve",
+    help="Approve the gate STEP of a suspended run of WORKFLOW.\n\n\b\nExamples:\n"
+    "  swamp workflow approve release gate\n"
+    "  swamp workflow approve release gate --run 3f2a --reason 'looks good'",
+)(_decision_command(True))
+reject = click.command(
+    "reject",
+    help="Reject the gate STEP of a suspended run of WORKFLOW, or the signal wait WAIT_ID; the run fails."
+    "\n\n\b\nExamples:\n"
+    "  swamp workflow reject release gate --reason 'not this week'\n"
+    "  swamp workflow reject wait_abcdefghijklmnopqrstuvwxyz --reason 'abandoned'",
+)(_decision_command(False))
+
+
+@click.command("approvals")
+@click.option("--workflow", "workflow_name", metavar="WORKFLOW", help="Only this workflow's gates.")
+@output_options
+@click.pass_context
+def workflow_approvals(
+    ctx: click.Context, workflow_name: str | None, as_json: bool, repo_dir: str | None
+) -> None:
+    """List every open approval gate of every suspended run.
+
+    \b
+    Example:
+      swamp workflow approvals --json
+    """
+    from .render import table
+
+    def render(data: dict[str, Any]) -> None:
+        if not data["approvals"]:
+            out("No open approval gates.")
+            return
+        table(
+            [
+                [
+                    g["workflowName"],
+                    g["runId"],
+                    g["jobName"],
+                    g["stepName"],
+                    g["deadline"] or "-",
+                    g["prompt"],
+                ]
+                for g in data["approvals"]
+            ],
+            ["WORKFLOW", "RUN", "JOB", "STEP", "DEADLINE", "PROMPT"],
+        )
+
+    payload = {"workflow": workflow_name} if workflow_name else {}
+    call(ctx, "workflow.approvals", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+@click.command("resume")
+@click.argument("workflow_name", metavar="WORKFLOW")
+@click.option("--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several could be meant.")
+@click.option("--from", "from_step", metavar="STEP", help="Retry a failed run from STEP (and all after it).")
+@click.option(
+    "--input",
+    "-i",
+    "inputs",
+    multiple=True,
+    metavar="K=V",
+    help="Override an input for the rest of the run (only its name is recorded).",
+)
+@click.option("--input-file", type=click.Path(dir_okay=False), help="A YAML or JSON file of inputs.")
+@claim_option
+@output_options
+@click.pass_context
+def workflow_resume(
+    ctx: click.Context,
+    workflow_name: str,
+    run_id: str | None,
+    from_step: str | None,
+    inputs: tuple[str, ...],
+    input_file: str | None,
+    claim_timeout: float | None,
+    as_json: bool,
+    repo_dir: str | None,
+) -> None:
+    """Continue a suspended run of WORKFLOW, or retry a failed one with --from.
+
+    \b
+    Examples:
+      swamp workflow resume release
+      swamp workflow resume release --run 3f2a
+      swamp workflow resume release --from deploy
+    """
+    from .inputs import parse_inputs
+    from .render import RunProgress, run_outcome
+
+    try:
+        values = parse_inputs(inputs, input_file)
+    except UsageError as exc:
+        print_error(exc, _as_json(ctx, as_json))
+        ctx.exit(exc.exit_code)
+    payload = _drop_none(
+        {"workflow": workflow_name, "run": run_id, "from": from_step, "claimTimeout": claim_timeout}
+    )
+    if values:
+        payload["inputs"] = values
+    call(
+        ctx,
+        "workflow.resume",
+        payload,
+        as_json=as_json,
+        repo_dir=repo_dir,
+        render=run_outcome,
+        progress=RunProgress(),
+        exit_code=_run_exit,
+    )
+
+
+@click.command("cancel")
+@click.argument("workflow_name", metavar="WORKFLOW")
+@click.option("--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several could be meant.")
+@click.option("--reason", help="Why; recorded on the run.")
+@claim_option
+@output_options
+@click.pass_context
+def workflow_cancel(
+    ctx: click.Context,
+    workflow_name: str,
+    run_id: str | None,
+    reason: str | None,
+    claim_timeout: float | None,
+    as_json: bool,
+    repo_dir: str | None,
+) -> None:
+    """Cancel a suspended (or interrupted) run of WORKFLOW. Open waits are settled as failed.
+
+    \b
+    Example:
+      swamp workflow cancel release --run 3f2a --reason 'superseded by hotfix'
+    """
+
+    def render(data: dict[str, Any]) -> None:
+        out(f"Cancelled run {data['id']} of {data['workflowName']}: {data.get('cancelReason')}")
+
+    payload = _drop_none(
+        {"workflow": workflow_name, "run": run_id, "reason": reason, "claimTimeout": claim_timeout}
+    )
+    call(ctx, "workflow.cancel", payload, as_json=as_json, repo_dir=repo_dir, render=render)

@@ -1,0 +1,43 @@
+"""repo init."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import (
+    call,
+    click,
+)
+from .output import out
+
+# -- repo ----------------------------------------------------------------------------------------
+
+
+@click.group()
+def repo() -> None:
+    """Create swamp repositories.
+
+    \b
+    Example:
+      swamp repo init my-repo
+    """
+
+
+@repo.command("init")
+@click.argument("directory", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.pass_context
+def repo_init(ctx: click.Context, directory: str | None, as_json: bool) -> None:
+    """Create a repository in DIRECTORY (default: the current directory).
+
+    \b
+    Example:
+      swamp repo init my-repo
+    """
+
+    def render(data: dict[str, Any]) -> None:
+        verb = "Created" if data["created"] else "Already a repository:"
+        out(f"{verb} {data['path']}")
+        out("Next: swamp model create command/shell hello && swamp workflow create hello")
+
+    call(ctx, "repo.init", {"path": directory or "."}, as_json=as_json, repo_dir=None, render=render)

@@ -1,0 +1,66 @@
+"""swamp serve."""
+
+from __future__ import annotations
+
+from ..domain.errors import SwampError
+from .common import (
+    _repo_dir,
+    click,
+)
+from .output import print_error
+
+# -- serve -------------------------------------------------------------------------------------------
+
+
+@click.command("serve")
+@click.option(
+    "--socket", "socket_path", type=click.Path(dir_okay=False), help="Also listen on this Unix socket."
+)
+@click.option("--max-runs", type=click.IntRange(min=1), help="At most N runs executing at once.")
+@click.option("--auto-continue", is_flag=True, help="Resume a run once all its waits and gates are settled.")
+@click.option(
+    "--enforce-deadlines", is_flag=True, help="Fail expired waits at their deadline (wait_timeout)."
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    help="Seconds running steps may take to finish on SIGTERM/SIGINT.",
+)
+@click.option("--log-file", type=click.Path(dir_okay=False), help="Write logs here instead of stderr.")
+@click.option("--repo-dir", type=click.Path(file_okay=False), help="The default repository for requests.")
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    socket_path: str | None,
+    max_runs: int | None,
+    auto_continue: bool,
+    enforce_deadlines: bool,
+    grace: float,
+    log_file: str | None,
+    repo_dir: str | None,
+) -> None:
+    """Serve JSON-lines requests on stdin/stdout (and --socket) until EOF or SIGTERM.
+
+    \b
+    Examples:
+      swamp serve < requests.jsonl
+      swamp serve --socket /tmp/swamp.sock --enforce-deadlines --auto-continue
+    """
+    from ..protocol.serve import ServeOptions, run_server
+
+    options = ServeOptions(
+        repo_dir=_repo_dir(ctx, repo_dir),
+        socket_path=socket_path,
+        max_runs=max_runs,
+        auto_continue=auto_continue,
+        enforce_deadlines=enforce_deadlines,
+        grace=grace,
+        log_file=log_file,
+    )
+    try:
+        ctx.exit(run_server(options))
+    except SwampError as exc:
+        print_error(exc, False)
+        ctx.exit(exc.exit_code)

@@ -1,0 +1,238 @@
+"""workflow run / list / get / create / validate / history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain.errors import EXIT_FAILED, UsageError
+from .common import (
+    _as_json,
+    _run_exit,
+    call,
+    click,
+    output_options,
+)
+from .output import out, print_error, style
+
+
+@click.command("run")
+@click.argument("name")
+@click.option(
+    "--input",
+    "-i",
+    "inputs",
+    multiple=True,
+    metavar="K=V",
+    help="An input value (repeatable): key=value, a.b=value, key:json=<json>.",
+)
+@click.option("--input-file", type=click.Path(dir_okay=False), help="A YAML or JSON file of inputs.")
+@output_options
+@click.pass_context
+def workflow_run(
+    ctx: click.Context,
+    name: str,
+    inputs: tuple[str, ...],
+    input_file: str | None,
+    as_json: bool,
+    repo_dir: str | None,
+) -> None:
+    """Run workflow NAME until it finishes or suspends.
+
+    \b
+    Examples:
+      swamp workflow run release
+      swamp workflow run deploy --input env=prod --input replicas=3
+      swamp workflow run deploy --input regions:json='["eu","us"]' --json
+    """
+    from .inputs import parse_inputs
+    from .render import RunProgress, run_outcome
+
+    try:
+        values = parse_inputs(inputs, input_file)
+    except UsageError as exc:
+        print_error(exc, _as_json(ctx, as_json))
+        ctx.exit(exc.exit_code)
+    call(
+        ctx,
+        "workflow.run",
+        {"workflow": name, "inputs": values},
+        as_json=as_json,
+        repo_dir=repo_dir,
+        render=run_outcome,
+        progress=RunProgress(),
+        exit_code=_run_exit,
+    )
+
+
+@click.command("list")
+@output_options
+@click.pass_context
+def workflow_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
+    """List the workflows of the repository.
+
+    \b
+    Example:
+      swamp workflow list --json
+    """
+    from .render import table
+
+    def render(data: dict[str, Any]) -> None:
+        if not data["workflows"] and not data["broken"]:
+            out("No workflows yet. Create one with: swamp workflow create NAME")
+            return
+        table(
+            [[w["name"], str(w["jobs"]), str(w["steps"]), w["path"]] for w in data["workflows"]],
+            ["NAME", "JOBS", "STEPS", "PATH"],
+        )
+        for broken in data["broken"]:
+            out(style(f"broken: {broken['path']}: {broken['error']['message']}", "red"))
+
+    call(ctx, "workflow.list", {}, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+@click.command("get")
+@click.argument("name")
+@output_options
+@click.pass_context
+def workflow_get(ctx: click.Context, name: str, as_json: bool, repo_dir: str | None) -> None:
+    """Show workflow NAME (by name or id).
+
+    \b
+    Example:
+      swamp workflow get release
+    """
+
+    def render(data: dict[str, Any]) -> None:
+        from ..store.yamlio import dump_yaml
+
+        out(f"{style(data['name'], bold=True)} ({data['path']})")
+        out(dump_yaml(data["definition"]).rstrip())
+
+    call(ctx, "workflow.get", {"workflow": name}, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+@click.command("create")
+@click.argument("name")
+@click.option("--description", help="A one-line description.")
+@output_options
+@click.pass_context
+def workflow_create(
+    ctx: click.Context, name: str, description: str | None, as_json: bool, repo_dir: str | None
+) -> None:
+    """Create workflows/workflow-NAME.yaml from a starter template.
+
+    \b
+    Example:
+      swamp workflow create hello
+    """
+
+    def render(data: dict[str, Any]) -> None:
+        out(f"Created {data['path']}")
+        out(f"Edit it, then: swamp workflow validate {data['name']} && swamp workflow run {data['name']}")
+
+    payload = {"name": name, **({"description": description} if description else {})}
+    call(ctx, "workflow.create", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+@click.command("validate")
+@click.argument("name", required=False)
+@output_options
+@click.pass_context
+def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_dir: str | None) -> None:
+    """Check workflow NAME (or every workflow): schema, names, references, cycles, expressions.
+
+    \b
+    Examples:
+      swamp workflow validate release
+      swamp workflow validate --json
+    """
+
+    def render_one(result: dict[str, Any]) -> None:
+        out(f"Validating: {style(result['workflowName'] or result['path'], bold=True)}")
+        for check in result["validations"]:
+            mark = style("✓", "green") if check["passed"] else style("✗", "red")
+            out(f"  {mark} {check['name']}")
+            if not check["passed"]:
+                for problem in result.get("problems") or [check.get("error")]:
+                    out(f"    → {problem}")
+        out(f"Result: {style('PASSED', 'green') if result['passed'] else style('FAILED', 'red')}")
+
+    def render(data: dict[str, Any]) -> None:
+        if "workflows" not in data:
+            render_one(data)
+            return
+        if not data["workflows"]:
+            out("No workflows to validate")
+            return
+        for result in data["workflows"]:
+            render_one(result)
+            out()
+        total = data["totalPassed"] + data["totalFailed"]
+        out(f"Summary: {data['totalPassed']}/{total} workflows passed")
+
+    payload = {"workflow": name} if name else {}
+    call(
+        ctx,
+        "workflow.validate",
+        payload,
+        as_json=as_json,
+        repo_dir=repo_dir,
+        render=render,
+        exit_code=lambda data: 0 if data["passed"] else EXIT_FAILED,
+    )
+
+
+@click.command("history", context_settings={"ignore_unknown_options": False})
+@click.argument("args", nargs=-1, metavar="[NAME] | get RUN_ID_OR_PREFIX")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many runs.")
+@output_options
+@click.pass_context
+def workflow_history(
+    ctx: click.Context, args: tuple[str, ...], limit: int | None, as_json: bool, repo_dir: str | None
+) -> None:
+    """List runs, newest first, or show one run whole.
+
+    \b
+    Examples:
+      swamp workflow history             # every run
+      swamp workflow history release     # the runs of one workflow
+      swamp workflow history get 3f2a    # one run, by ID or unique prefix
+    """
+    from .render import duration, run_tree, table
+
+    if args and args[0] == "get":
+        if len(args) != 2:
+            raise click.UsageError("usage: swamp workflow history get RUN_ID_OR_PREFIX")
+        call(
+            ctx, "workflow.history.get", {"run": args[1]}, as_json=as_json, repo_dir=repo_dir, render=run_tree
+        )
+        return
+    if len(args) > 1:
+        raise click.UsageError("usage: swamp workflow history [NAME] or swamp workflow history get RUN_ID")
+
+    def render(data: dict[str, Any]) -> None:
+        if not data["runs"]:
+            out("No runs yet. Start one with: swamp workflow run NAME")
+        else:
+            table(
+                [
+                    [
+                        r["runId"],
+                        r["workflowName"],
+                        r["status"] + (" (interrupted)" if r.get("interrupted") else ""),
+                        r["createdAt"],
+                        duration(r.get("durationMs")),
+                    ]
+                    for r in data["runs"]
+                ],
+                ["RUN", "WORKFLOW", "STATUS", "CREATED", "TOOK"],
+            )
+        for problem in data["unreadable"]:
+            out(style(f"unreadable: {problem['message']}", "red"))
+
+    payload: dict[str, Any] = {}
+    if args:
+        payload["workflow"] = args[0]
+    if limit:
+        payload["limit"] = limit
+    call(ctx, "workflow.history", payload, as_json=as_json, repo_dir=repo_dir, render=render)
