@@ -43,11 +43,14 @@ def decide(
         "openGates": remaining,
     }
     if approved:
-        doc["next"] = (
-            [f"swamp workflow approve {saved.workflowName} {name} --run {saved.id}" for name in remaining]
-            if remaining
-            else [f"swamp workflow resume {saved.workflowName} --run {saved.id}"]
-        )
+        waits = [s.wait.waitId for _, s in saved.open_waits(app.clock.now()) if s.wait is not None]
+        doc["openWaits"] = waits
+        doc["next"] = [
+            f"swamp workflow approve {saved.workflowName} {name} --run {saved.id}" for name in remaining
+        ]
+        doc["next"] += [f"swamp workflow signal {w} --payload '<json>'" for w in waits]
+        if not remaining and not waits:
+            doc["next"] = [f"swamp workflow resume {saved.workflowName} --run {saved.id}"]
     return doc
 
 

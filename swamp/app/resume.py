@@ -52,12 +52,14 @@ def resume(
                     f"retry it with: swamp workflow resume {run.workflowName} --run {run.id} --from STEP",
                     {"runId": run.id, "status": run.status},
                 )
+        merged = _deep_merge(run.inputs, inputs or {})
+        if inputs:  # checked before anything changes: a refusal leaves the run as it was
+            merged = app.validation.prepare_inputs(merged, workflow.inputs)
         expired: list[tuple[str, Any]] = []
         if from_step:
             prepare_retry(run, workflow_ref, from_step, workflow)
         else:
             expired = prepare_continue(app, run)
-        merged = _deep_merge(run.inputs, inputs or {})
         run.resume(now, sorted((inputs or {}).keys()))
         app.runs.save(run)
         for job_name, step in expired:

@@ -53,7 +53,9 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
     commands: list[str] = []
     for _, step in run.open_waits(now):
         assert step.wait is not None
-        example = json.dumps(example_value(step.wait.schema), separators=(",", ":"), ensure_ascii=False)
+        value = example_value(step.wait.schema)
+        fits = not app.validation.problems(value, step.wait.schema)
+        example = json.dumps(value, separators=(",", ":"), ensure_ascii=False) if fits else "<json>"
         commands.append(f"swamp workflow signal {step.wait.waitId} --payload '{example}'")
     for gate in gates:
         commands.append(f"swamp workflow approve {wf} {gate['stepName']}{pick}")

@@ -65,7 +65,13 @@ def create_workflow(app: App, name: str, description: str | None = None) -> dict
             f"Workflow name '{name}' is not valid: use lower-case letters, digits and '-', "
             "starting with a letter or digit (at most 64 characters)"
         )
-    text = TEMPLATE.format(id=uuid.uuid4(), name=name, description=description or f"The {name} workflow")
+    import json
+
+    text = TEMPLATE.format(
+        id=uuid.uuid4(),
+        name=name,
+        description=json.dumps(description or f"The {name} workflow", ensure_ascii=False),
+    )
     parse_workflow(load_yaml(text), name)
     path = app.workflows.create(name, text)
     return {"name": name, "path": str(path.relative_to(app.layout.root))}

@@ -21,8 +21,8 @@ from .output import out, print_error, style
 def _decision_command(approved: bool) -> Callable[..., Any]:
     verb = "approve" if approved else "reject"
 
-    @click.argument("workflow_name", metavar="WORKFLOW")
-    @click.argument("step")
+    @click.argument("workflow_name", metavar="WORKFLOW" if approved else "WORKFLOW|WAIT_ID")
+    @click.argument("step", required=approved)
     @click.option(
         "--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several are suspended."
     )
@@ -44,25 +44,30 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
     ) -> None:
         def render(data: dict[str, Any]) -> None:
             word = style("Approved", "green") if data["approved"] else style("Rejected", "red")
-            out(
-                f"{word} step {data['stepName']} of {data['workflowName']} (run {data['runId']}) "
-                f"as {data['decidedBy']}"
-            )
+            what = f"step {data['stepName']}"
+            if data.get("waitId"):
+                what = f"wait {data['waitId']} ({what})"
+            out(f"{word} {what} of {data['workflowName']} (run {data['runId']}) as {data['decidedBy']}")
             if not data["approved"]:
                 out(f"The run is now {data['runStatus']}.")
             for command in data.get("next", []):
                 out(f"  Next: {command}")
 
-        payload = _drop_none(
-            {
-                "workflow": workflow_name,
-                "step": step,
-                "run": run_id,
-                "job": job,
-                "reason": reason,
-                "claimTimeout": claim_timeout,
-            }
-        )
+        if step is None:  # reject WAIT_ID: the wait ID names the run and the step
+            if run_id or job:
+                raise click.UsageError("reject WAIT_ID takes no --run or --job: the wait ID names the run")
+            payload = _drop_none({"waitId": workflow_name, "reason": reason, "claimTimeout": claim_timeout})
+        else:
+            payload = _drop_none(
+                {
+                    "workflow": workflow_name,
+                    "step": step,
+                    "run": run_id,
+                    "job": job,
+                    "reason": reason,
+                    "claimTimeout": claim_timeout,
+                }
+            )
         call(ctx, f"workflow.{verb}", payload, as_json=as_json, repo_dir=repo_dir, render=render)
 
     return command

@@ -139,8 +139,17 @@ def workflow_waits(
             "(see: swamp workflow wait show WAIT_ID)"
         )
 
+    within: float | None = None
+    if expiring_within is not None:
+        from ..domain.errors import InvalidRequest
+        from ..protocol.requests import parse_duration
+
+        try:
+            within = parse_duration(expiring_within)
+        except InvalidRequest as exc:
+            raise click.BadParameter(exc.message, param_hint="--expiring-within") from None
     payload: dict[str, Any] = _drop_none(
-        {"workflow": workflow_name, "expiringWithin": expiring_within, "all": True if show_all else None}
+        {"workflow": workflow_name, "expiringWithin": within, "all": True if show_all else None}
     )
     call(ctx, "workflow.waits", payload, as_json=as_json, repo_dir=repo_dir, render=render)
 

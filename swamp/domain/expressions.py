@@ -13,7 +13,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import ExpressionError
@@ -148,13 +148,16 @@ class ExpressionEngine:
             return [self.render(v, scope) for v in value]
         return value
 
-    def render_text(self, text: str, scope: Scope) -> Any:
+    def render_text(self, text: str, scope: Scope, quote: Callable[[str], str] | None = None) -> Any:
+        """With `quote` (for text that a shell will parse) every value is inserted as quoted text,
+        so data such as a signal payload can never become code."""
         if "${{" not in text:
             return text
         whole = whole_expression(text)
-        if whole is not None:
+        if whole is not None and quote is None:
             return self.evaluate(whole, scope)
-        return EXPRESSION.sub(lambda m: js_string(self.evaluate(m.group(1), scope)), text)
+        wrap = quote or (lambda piece: piece)
+        return EXPRESSION.sub(lambda m: wrap(js_string(self.evaluate(m.group(1), scope))), text)
 
 
 def _clean(message: str) -> str:

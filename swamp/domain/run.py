@@ -547,13 +547,22 @@ class WorkflowRun:
         self._finish(now)
 
     def interrupt(self, now: dt.datetime) -> None:
-        """A run left `running` by a process that died: mark what was running failed."""
+        """A run whose process stopped (or was stopped) mid-way ends failed. What was running or
+        waiting fails with reason interrupted; a job that was running ends by what its steps did:
+        succeeded if every step finished without a counted failure, failed otherwise."""
         for job in self.jobs:
             for step in job.steps:
-                if step.status == "running":
+                if step.status == "running" or step.status in WAITING_STEP:
+                    if step.wait is not None and step.wait.outcome is None:
+                        step.wait.outcome = "cancelled"
                     step.fail(now, "interrupted: the process running this step stopped", reason="interrupted")
-            if job.status == "running" and not any(s.status in WAITING_STEP for s in job.steps):
-                job.fail(now)
+            if job.status == "running":
+                finished = all(s.is_terminal for s in job.steps)
+                clean = not any(s.status == "failed" and not s.allowedFailure for s in job.steps)
+                if finished and clean:
+                    job.succeed(now)
+                else:
+                    job.fail(now)
         self.fail(now)
 
     def expire_gates(self, now: dt.datetime, allow_failure: dict[str, bool]) -> list[StepRun]:

@@ -12,6 +12,7 @@ import base64
 import datetime as dt
 import hashlib
 import json
+import math
 import re
 import secrets
 from dataclasses import dataclass
@@ -271,14 +272,37 @@ def example_value(schema: Any, depth: int = 0) -> Any:
         count = max(int(schema.get("minItems", 1)), 1)
         return [example_value(schema.get("items", {}), depth + 1) for _ in range(min(count, 3))]
     if kind == "string":
-        return "x" * max(int(schema.get("minLength", 0)), 0) or "text"
+        low = schema.get("minLength", 0)
+        high = schema.get("maxLength")
+        length = low if isinstance(low, int) and low > 0 else 4
+        if isinstance(high, int):
+            length = min(length, high)
+        return "text"[:length] if length <= 4 else "x" * length
     if kind in ("number", "integer"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
-        if not isinstance(low, (int, float)):
-            low = 0
-        return int(low) + (1 if "exclusiveMinimum" in schema else 0) if kind == "integer" else low
+        return _example_number(schema, kind == "integer")
     if kind == "boolean":
         return True
     if kind == "null":
         return None
     return {}
+
+
+def _example_number(schema: dict[str, Any], integer: bool) -> float | int:
+    """0, moved just inside the bounds when it falls outside them."""
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    step = 1 if integer else 0.5
+    lows = [schema["minimum"]] if number(schema.get("minimum")) else []
+    lows += [schema["exclusiveMinimum"] + step] if number(schema.get("exclusiveMinimum")) else []
+    highs = [schema["maximum"]] if number(schema.get("maximum")) else []
+    highs += [schema["exclusiveMaximum"] - step] if number(schema.get("exclusiveMaximum")) else []
+    candidate: float = 0
+    if lows:
+        candidate = max(candidate, max(lows))
+    if highs:
+        candidate = min(candidate, min(highs))
+    if integer:
+        return math.ceil(candidate)
+    return int(candidate) if float(candidate).is_integer() else candidate

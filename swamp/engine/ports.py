@@ -26,6 +26,10 @@ class Clock(Protocol):
 
 
 class MethodRunner(Protocol):
+    def shell_arguments(self, model: str, method: str) -> frozenset[str]:
+        """The arguments of `method` that a shell parses (their expression values get quoted)."""
+        ...
+
     def run_method(
         self,
         model: str,

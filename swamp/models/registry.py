@@ -150,7 +150,12 @@ def _model_type_from(raw: Any, source: str) -> ModelType:
         arguments = _get(spec, "arguments", {"type": "object"})
         if not isinstance(arguments, dict):
             raise ValueError(f"method '{name}': `arguments` must be a JSON Schema mapping")
-        methods[str(name)] = Method(str(name), str(_get(spec, "description", "")), arguments, execute)
+        shell = _get(spec, "shellArguments", [])
+        if not isinstance(shell, (list, tuple)) or not all(isinstance(k, str) for k in shell):
+            raise ValueError(f"method '{name}': `shellArguments` must be a list of argument names")
+        methods[str(name)] = Method(
+            str(name), str(_get(spec, "description", "")), arguments, execute, frozenset(shell)
+        )
     return ModelType(
         type=type_name,
         version=str(_get(raw, "version", "0")),

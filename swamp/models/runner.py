@@ -21,6 +21,21 @@ class ModelMethodRunner:
         self.types = ModelTypeRegistry(layout)
         self.definitions = DefinitionRepository(layout)
 
+    def _method(self, model: str, method: str) -> tuple[Any, Any, Any]:
+        definition = self.definitions.get(model)
+        model_type = self.types.get(definition.type)
+        found = model_type.methods.get(method)
+        if found is None:
+            raise ModelNotFound(
+                f"Unknown method '{method}' for type '{model_type.type}'. "
+                f"Available methods: {', '.join(sorted(model_type.methods))}",
+                {"model": model, "method": method},
+            )
+        return definition, model_type, found
+
+    def shell_arguments(self, model: str, method: str) -> frozenset[str]:
+        return frozenset(self._method(model, method)[2].shell_arguments)
+
     def run_method(
         self,
         model: str,
@@ -31,15 +46,7 @@ class ModelMethodRunner:
         step_name: str,
         log: Callable[[str], None],
     ) -> Any:
-        definition = self.definitions.get(model)
-        model_type = self.types.get(definition.type)
-        found = model_type.methods.get(method)
-        if found is None:
-            raise ModelNotFound(
-                f"Unknown method '{method}' for type '{model_type.type}'. "
-                f"Available methods: {', '.join(sorted(model_type.methods))}",
-                {"model": model, "method": method},
-            )
+        definition, _, found = self._method(model, method)
         schema = found.arguments
         declared = schema.get("properties") if isinstance(schema, dict) else None
         # Global arguments are shared by every method: each method takes the ones it declares.

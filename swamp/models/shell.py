@@ -78,6 +78,10 @@ SHELL = ModelType(
     type="command/shell",
     version="2026.01.01.1",
     description="Run a shell command",
-    methods={"execute": Method("execute", "Run `run` with sh -c and capture its output", ARGUMENTS, execute)},
+    methods={
+        "execute": Method(
+            "execute", "Run `run` with sh -c and capture its output", ARGUMENTS, execute, frozenset({"run"})
+        )
+    },
     source="builtin",
 )

@@ -30,6 +30,7 @@ class Method:
     description: str
     arguments: dict[str, Any]
     execute: Callable[[dict[str, Any], MethodContext], Any]
+    shell_arguments: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
