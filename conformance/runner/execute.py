@@ -7,7 +7,9 @@ import os
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import jsonschema
 
 from .matching import match, match_frames, short, substitute
 from .scenario import Scenario, Step, repo_path
+from .session import Session, SessionFailure
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_USER = "conformance"
@@ -141,22 +144,31 @@ class ScenarioRun:
     def _sub(self, value: Any, where: str) -> Any:
         return substitute(value, self.captures, where)
 
-    def _invoke(
-        self, args: list[Any], env: dict[str, Any], user: str | None, stdin: str, timeout: float | None
-    ) -> Result:
+    def _command(
+        self, args: list[Any], env: dict[str, Any], user: str | None
+    ) -> tuple[list[str], dict[str, str]]:
+        """The argv and the environment of one process of the implementation."""
         full_env = base_env(self.home, user or DEFAULT_USER)
         for key, value in {**self._sub(self.scenario.env, "env"), **env}.items():
             if value is None:
                 full_env.pop(key, None)
             else:
                 full_env[key] = _arg(value)
-        argv = [*self.impl, *(_arg(a) for a in args)]
+        return [*self.impl, *(_arg(a) for a in args)], full_env
+
+    def _base_value(self, key: str) -> str | None:
+        return base_env(self.home, DEFAULT_USER).get(key)
+
+    def _invoke(
+        self, args: list[Any], env: dict[str, Any], user: str | None, stdin: str, timeout: float | None
+    ) -> Result:
+        argv, full_env = self._command(args, env, user)
         return run_process(argv, self.repo, full_env, stdin, timeout or DEFAULT_TIMEOUT)
 
     def _invoke_step(self, step: Step, args: list[Any], stdin: str) -> Result:
         data = step.data
-        env = self._sub(data.get("env", {}), f"steps[{step.index}].env")
-        user = self._sub(data.get("user"), f"steps[{step.index}].user")
+        env = self._sub(data.get("env", {}), f"{step.where}.env")
+        user = self._sub(data.get("user"), f"{step.where}.user")
         result = self._invoke(args, env, user, stdin, data.get("timeout"))
         if result.timed_out:
             self._fail(step.label, [_exit_problem(result, "the process to finish")], result)
@@ -165,7 +177,7 @@ class ScenarioRun:
     # ------------------------------------------------------------------ steps
 
     def _step_run(self, step: Step) -> None:
-        where = f"steps[{step.index}]"
+        where = step.where
         args = self._sub(step.data["run"], f"{where}.run")
         stdin = self._sub(step.data.get("stdin", ""), f"{where}.stdin")
         result = self._invoke_step(step, args, stdin)
@@ -185,7 +197,7 @@ class ScenarioRun:
             self._fail(step.label, problems, result)
 
     def _step_jsonl(self, step: Step) -> None:
-        where = f"steps[{step.index}]"
+        where = step.where
         requests = self._sub(step.data.get("jsonl", []), f"{where}.jsonl")
         raw = self._sub(step.data.get("raw", ""), f"{where}.raw")
         stdin = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests) + raw
@@ -202,15 +214,57 @@ class ScenarioRun:
             self._fail(step.label, problems, result, frames=True)
 
     def _step_files(self, step: Step) -> None:
-        checks = self._sub(step.data["files"], f"steps[{step.index}].files")
-        problems: list[str] = []
-        for i, check in enumerate(checks):
-            problems += self._check_files(f"files[{i}]", check)
-        if problems:
-            self._fail(step.label, problems, None, listing=True)
+        """Check files once, or with `timeout:` again and again until the checks hold."""
+        checks = self._sub(step.data["files"], f"{step.where}.files")
+        timeout = step.data.get("timeout")
+        deadline = time.monotonic() + (timeout or 0)
+        saved = self.captures
+        while True:
+            self.captures = dict(saved)  # captures count only when every check holds
+            problems: list[str] = []
+            try:
+                for i, check in enumerate(checks):
+                    problems += self._check_files(f"files[{i}]", check)
+            finally:
+                trial, self.captures = self.captures, saved
+            if not problems:
+                self.captures.update(trial)
+                return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        if timeout:
+            problems.append(f"still so after {timeout:g} s of checking again")
+        self._fail(step.label, problems, None, listing=True)
 
     def _step_write(self, step: Step) -> None:
-        self._write(self._sub(step.data["write"], f"steps[{step.index}].write"), f"steps[{step.index}].write")
+        self._write(self._sub(step.data["write"], f"{step.where}.write"), f"{step.where}.write")
+
+    def _step_session(self, step: Step) -> None:
+        """Start the process, run the sub-steps while it runs, then end whatever is still open."""
+        session = Session(self, step)
+        failed = True
+        try:
+            try:
+                session.start()
+            except SessionFailure as failure:
+                self._fail(f"{step.label} (starting the process)", failure.problems, None, session=session)
+            for sub in step.substeps:
+                try:
+                    if sub.kind in ("run", "jsonl", "files", "write"):
+                        getattr(self, f"_step_{sub.kind}")(sub)
+                    else:
+                        session.do(sub)
+                except SessionFailure as failure:
+                    self._fail(sub.label, failure.problems, None, session=session)
+                except ScenarioFailure as failure:
+                    extra = "\n".join(
+                        [f"while the session of {step.label} was open:", *session.header(), *session.body()]
+                    )
+                    raise ScenarioFailure(f"{failure}\n{extra}") from None
+            failed = False
+        finally:
+            session.finish(failed=failed)
 
     # ------------------------------------------------------------------ helpers
 
@@ -280,13 +334,17 @@ class ScenarioRun:
         return problems
 
     def _check_content(self, label: str, path: Path, check: dict[str, Any]) -> list[str]:
+        problems = []
+        if "mode" in check:
+            mode = stat.S_IMODE(path.lstat().st_mode)
+            if mode != int(check["mode"], 8):
+                problems.append(f"{label}: expected mode {int(check['mode'], 8):04o}, got {mode:04o}")
         if "json" not in check and "text" not in check:
-            return []
+            return problems
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            return [f"{label}: cannot read it as UTF-8 text ({exc})"]
-        problems = []
+            return [*problems, f"{label}: cannot read it as UTF-8 text ({exc})"]
         if "text" in check:
             problems += _text_problems(f"{label} text", check["text"], text, self.captures)
         if "json" in check:
@@ -321,6 +379,7 @@ class ScenarioRun:
         *,
         frames: bool = False,
         listing: bool = False,
+        session: Session | None = None,
     ) -> None:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         out = [
@@ -336,8 +395,12 @@ class ScenarioRun:
                 + (" ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(extra.items())) or "(none)"),
                 f"  exit code: {'(timed out)' if result.timed_out else result.returncode}",
             ]
+        if session is not None:
+            out += session.header()
         out.append("problems:")
         out += [_indent(p, "  - ", "    ") for p in problems]
+        if session is not None:
+            out += session.body()
         if result is not None:
             if result.stdin:
                 out += ["stdin:", _block(result.stdin)]

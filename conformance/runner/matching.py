@@ -385,6 +385,21 @@ def match_frames(
     frames of different ids may interleave freely. Expected frames without a literal id are
     matched after the others, in any order. With ``only``, every actual frame must be matched.
     """
+    return assign_frames(expected, actual, captures, only=only)[0]
+
+
+def assign_frames(
+    expected: list[Any],
+    actual: list[Any],
+    captures: dict[str, Any],
+    *,
+    only: bool = False,
+    numbers: list[int] | None = None,
+) -> tuple[list[str], dict[int, int]]:
+    """``match_frames``, also returning which actual frame each expected frame took
+    (actual index -> expected index). ``numbers`` are the frame numbers to show in messages
+    (default: the index in ``actual``)."""
+    shown = numbers if numbers is not None else list(range(len(actual)))
     used: dict[int, int] = {}  # actual index -> expected index
     last: dict[str, int] = {}  # id key -> actual index matched last
     problems: list[str] = []
@@ -405,16 +420,18 @@ def match_frames(
                     last[key] = j
                 break
         else:
-            problems.append(_explain_unmatched(i, exp, actual, used, captures))
+            problems.append(_explain_unmatched(i, exp, actual, used, captures, shown))
     if only:
         for j, frame in enumerate(actual):
             if j not in used:
-                problems.append(f"actual frame #{j} was not expected (only: true): {short(frame, 400)}")
-    return problems
+                problems.append(
+                    f"actual frame #{shown[j]} was not expected (only: true): {short(frame, 400)}"
+                )
+    return problems, used
 
 
 def _explain_unmatched(
-    i: int, exp: Any, actual: list[Any], used: dict[int, int], captures: dict[str, Any]
+    i: int, exp: Any, actual: list[Any], used: dict[int, int], captures: dict[str, Any], shown: list[int]
 ) -> str:
     lines = [f"expected frame [{i}] matched no actual frame: {short(exp, 400)}"]
     key = _id_key(exp)
@@ -433,7 +450,7 @@ def _explain_unmatched(
                 else "comes before a frame already matched for the same id "
                 "(frames with the same id must keep the expected order)"
             )
-            lines.append(f"    actual frame #{j} matches but {why}")
+            lines.append(f"    actual frame #{shown[j]} matches but {why}")
         else:
-            lines.append(f"    actual frame #{j}: " + "; ".join(map(str, problems)))
+            lines.append(f"    actual frame #{shown[j]}: " + "; ".join(map(str, problems)))
     return "\n".join(lines)

@@ -16,19 +16,42 @@ from .matching import ScenarioError, captured_names, check_expected, is_matcher,
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "scenario.schema.json"
 
 # step key -> step kind ($defs name in scenario.schema.json)
-STEP_KEYS = {"run": "run", "jsonl": "jsonl", "raw": "jsonl", "files": "files", "write": "write"}
+STEP_KEYS = {
+    "run": "run",
+    "jsonl": "jsonl",
+    "raw": "jsonl",
+    "files": "files",
+    "write": "write",
+    "session": "session",
+}
+# the sub-steps of a session: the ordinary steps, and these (`expect` alone is a sub-step too)
+SESSION_KEYS = {
+    "send": "send",
+    "close": "close",
+    "drop": "drop",
+    "signal": "signal",
+    "sleep": "sleep",
+    "connect": "connect",
+}
+STDIO = "stdio"  # the channel of the session's own process: its stdin and stdout
 
 
 @dataclass(frozen=True)
 class Step:
     index: int
-    kind: str  # run | jsonl | files | write
+    kind: str  # run | jsonl | files | write | session; in a session also send | expect | close | ...
     data: dict[str, Any]
+    parent: int | None = None  # the index of the session step this sub-step belongs to
+    substeps: tuple[Step, ...] = ()
+
+    @property
+    def where(self) -> str:
+        return f"steps[{self.index}]" if self.parent is None else f"steps[{self.parent}].steps[{self.index}]"
 
     @property
     def label(self) -> str:
         name = self.data.get("name")
-        return f"steps[{self.index}] ({self.kind}{': ' + name if name else ''})"
+        return f"{self.where} ({self.kind}{': ' + name if name else ''})"
 
 
 @dataclass(frozen=True)
@@ -123,17 +146,26 @@ def load_scenario(path: Path) -> Scenario:
     return scenario
 
 
-def _load_step(index: int, raw: dict[str, Any]) -> Step:
-    where = f"steps[{index}]"
-    kinds = {STEP_KEYS[k] for k in raw if k in STEP_KEYS}
-    if len(kinds) != 1:
-        raise ScenarioError(
-            f"{where}: a step needs exactly one of `run`, `jsonl` (and/or `raw`), `files`, `write`; "
-            f"got keys {sorted(raw)}"
-        )
+def _load_step(index: int, raw: dict[str, Any], parent: int | None = None) -> Step:
+    where = f"steps[{index}]" if parent is None else f"steps[{parent}].steps[{index}]"
+    if parent is None:
+        kinds = {STEP_KEYS[k] for k in raw if k in STEP_KEYS}
+        if len(kinds) != 1:
+            raise ScenarioError(
+                f"{where}: a step needs exactly one of `run`, `jsonl` (and/or `raw`), `files`, `write`, "
+                f"`session`; got keys {sorted(raw)}"
+            )
+    else:
+        kinds = _sub_kinds(raw, where)
     kind = kinds.pop()
     _schema_check(raw, kind, where)
-    step = Step(index, kind, raw)
+    if kind == "session":
+        subs = tuple(_load_step(i, sub, index) for i, sub in enumerate(raw["steps"]))
+        _check_channels(subs)
+        return Step(index, kind, raw, parent, subs)
+    step = Step(index, kind, raw, parent)
+    if kind == "connect" and not references(raw["connect"]):
+        repo_path(Path("/repo"), raw["connect"], where)
     expect = raw.get("expect", {})
     for key, value in expect.items():
         if key == "only":
@@ -151,6 +183,48 @@ def _load_step(index: int, raw: dict[str, Any]) -> Step:
     return step
 
 
+def _sub_kinds(raw: dict[str, Any], where: str) -> set[str]:
+    """The kind of a session's sub-step: an ordinary step kind, a session key, or `expect` alone."""
+    if "session" in raw:
+        raise ScenarioError(f"{where}: sessions cannot be nested; end this one first")
+    keys = set(raw) - ({"raw"} if "send" in raw else set())
+    kinds = {STEP_KEYS[k] for k in keys if k in STEP_KEYS}
+    kinds |= {SESSION_KEYS[k] for k in keys if k in SESSION_KEYS}
+    if not kinds and "expect" in raw:
+        kinds = {"expect"}
+    if len(kinds) != 1:
+        raise ScenarioError(
+            f"{where}: a session's step needs exactly one of `send`, `expect`, `close`, `drop`, "
+            "`signal`, `sleep`, `connect`, or an ordinary step (`run`, `jsonl`, `files`, `write`); "
+            f"got keys {sorted(raw)}"
+        )
+    return kinds
+
+
+def _check_channels(subs: tuple[Step, ...]) -> None:
+    """`to`, `from`, `close` and `drop` must name `stdio` or a connection opened by an earlier `connect`."""
+    open_: set[str] = {STDIO}
+    for sub in subs:
+        if sub.kind == "connect":
+            name = sub.data["as"]
+            if name in open_:
+                raise ScenarioError(f"{sub.where}: a channel named {name!r} is already open in this session")
+            open_.add(name)
+            continue
+        key = {"send": "to", "expect": "from", "close": "close", "drop": "drop"}.get(sub.kind)
+        name = sub.data.get(key, STDIO) if key else None
+        if name is not None and name not in open_:
+            known = ", ".join(sorted(open_))
+            raise ScenarioError(
+                f"{sub.where}: {key}: {name!r} is not an open channel of this session (open: {known}); "
+                "open a socket connection first with `connect: PATH` and `as: NAME`"
+            )
+        if sub.kind == "drop":
+            if name == STDIO:
+                raise ScenarioError(f"{sub.where}: drop takes a connection; end the process with `signal`")
+            open_.discard(name)
+
+
 def _check_value(value: Any, where: str, *, scalar_dict_ok: bool) -> None:
     if isinstance(value, dict) and not scalar_dict_ok and not is_matcher(value):
         raise ScenarioError(f"{where}: expected a value or a matcher such as {{$regex: ...}}, got an object")
@@ -161,7 +235,7 @@ def _check_paths(scenario: Scenario) -> None:
     dummy = Path("/repo")
     for rel in scenario.files:
         repo_path(dummy, rel, "files")
-    for step in scenario.steps:
+    for step in flat_steps(scenario.steps):
         if step.kind == "write":
             names = list(step.data["write"])
         elif step.kind == "files":
@@ -170,7 +244,16 @@ def _check_paths(scenario: Scenario) -> None:
             continue
         for rel in names:
             if not references(rel):
-                repo_path(dummy, rel, f"steps[{step.index}]")
+                repo_path(dummy, rel, step.where)
+
+
+def flat_steps(steps: tuple[Step, ...]) -> list[Step]:
+    """Every step in the order it runs: a session step, then its sub-steps."""
+    out: list[Step] = []
+    for step in steps:
+        out.append(step)
+        out += list(step.substeps)
+    return out
 
 
 def _check_captures(scenario: Scenario) -> None:
@@ -183,8 +266,9 @@ def _check_captures(scenario: Scenario) -> None:
             f"the scenario's env/files refer to ${{{early[0]}}}, but nothing is captured before the steps; "
             "write $${name} for a literal ${name}"
         )
-    for step in scenario.steps:
-        missing = sorted(references(step.data) - defined)
+    for step in flat_steps(scenario.steps):
+        own = {"session": step.data["session"]} if step.kind == "session" else step.data
+        missing = sorted(references(own) - defined)
         if missing:
             known = ", ".join(sorted(defined)) or "none"
             raise ScenarioError(
