@@ -197,12 +197,6 @@ def test_a_resume_that_waits_for_the_claim_finds_the_run_finished(repo):
     assert repo.read("waiter.count") == "ran\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a second resume without --run while the first executes is refused run_not_found "
-    "('no interrupted or suspended run'), not claim_timeout/run_not_suspended: resolve_run in "
-    "swamp/app/access.py drops runs that are running with their claim held",
-)
 def test_a_second_resume_without_run_is_told_the_run_is_busy(repo):
     run_id = _approved_run_with_slow_work(repo, "busy", 1.5)
     first = start(repo, "workflow", "resume", "busy", "--json")
@@ -466,12 +460,6 @@ def test_killed_run_with_an_open_gate_keeps_no_step_waiting(repo):
 # -- other findings -----------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a gate in one job stops the other jobs of the same level before their own gates "
-    "open (swamp/engine/executor.py _run_job checks `suspending` before every step level), so "
-    "parallel gates surface one resume at a time, in an order set by thread timing",
-)
 def test_gates_of_parallel_jobs_open_together(repo):
     repo.write_workflow(
         "parallel",

@@ -164,7 +164,7 @@ def test_flat_inputs_schema_is_honoured_or_refused(shared_repo):
         ("integer", "42", 42),
         ("integer", "-7", -7),
         ("number", "2.5", 2.5),
-        ("number", "10", 10),
+        ("number", "10", 10.0),  # a double, so CEL arithmetic with doubles works
         ("boolean", "true", True),
         ("boolean", "false", False),
         ("boolean", "yes", "yes"),  # only true/false convert

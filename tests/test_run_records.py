@@ -138,10 +138,18 @@ def test_history_get_unknown_and_ambiguous(history_repo):
     with pytest.raises(RunNotFound) as missing:
         history_repo.handle("workflow.history.get", {"run": "zzzz"})
     assert "swamp workflow history" in missing.value.message
-    with pytest.raises(RunAmbiguous) as ambiguous:
-        history_repo.handle("workflow.history.get", {"run": ""})
+    first = next(history_repo.root.glob(".swamp/workflow-runs/*/*.json"))
+    twin = first.with_name(first.stem[:8] + "-twin.json")  # a second run sharing an 8-char prefix
+    twin.write_bytes(first.read_bytes())
+    try:
+        with pytest.raises(RunAmbiguous) as ambiguous:
+            history_repo.handle("workflow.history.get", {"run": first.stem[:8]})
+    finally:
+        twin.unlink()
     assert ambiguous.value.code == "run_ambiguous"
-    assert len(ambiguous.value.details["runIds"]) >= 2
+    assert len(ambiguous.value.details["runIds"]) == 2
+    with pytest.raises(RunNotFound):  # an empty reference names no run (it does not match them all)
+        history_repo.handle("workflow.history.get", {"run": ""})
 
 
 @pytest.mark.cli

@@ -198,12 +198,6 @@ def test_a_signal_while_siblings_run_is_never_taken_early_and_can_be_retried(rep
     assert code == 0 and ok["runStatus"] == "suspended"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a signal arriving while the run finishes its siblings blocks on the run's claim "
-    "(then is accepted, or fails with claim_timeout/75) instead of being refused with "
-    "run_not_suspended: swamp/app/signals.py takes the claim before looking at the run's status",
-)
 def test_a_signal_while_siblings_run_is_refused_with_run_not_suspended(repo):
     _sibling_workflow(repo, "sibs2")
     run = popen(repo, "workflow", "run", "sibs2", "--json", environment=env())

@@ -55,8 +55,14 @@ def resolve_run(
         runs, _ = app.runs.active_runs(workflow_id)
     else:
         runs, _ = app.runs.list_runs(workflow_id)
+    # A run still executing (its claim held) counts as suspended-to-be: the command then waits for
+    # its claim and re-checks, rather than saying the run does not exist.
     candidates = [
-        r for r in runs if r.status in wanted or ("interrupted" in wanted and is_interrupted(app, r))
+        r
+        for r in runs
+        if r.status in wanted
+        or (r.status == "running" and "interrupted" in wanted and is_interrupted(app, r))
+        or (r.status == "running" and "suspended" in wanted and not is_interrupted(app, r))
     ]
     shown = " or ".join(sorted(wanted))
     if not candidates:

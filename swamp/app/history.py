@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .access import is_interrupted
+from .access import is_interrupted, workflow_id_for
 from .context import App
 from .views import run_document, run_summary
 
 
 def history(app: App, workflow_ref: str | None = None, limit: int | None = None) -> dict[str, Any]:
-    workflow_id = app.workflows.get(workflow_ref).workflow.id if workflow_ref else None
+    workflow_id = workflow_id_for(app, workflow_ref)[0] if workflow_ref else None
     runs, unreadable = app.runs.list_runs(workflow_id)
     if limit is not None:
         runs = runs[:limit]

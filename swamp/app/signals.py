@@ -39,6 +39,8 @@ def signal(
 ) -> dict[str, Any]:
     found = _locate(app, wait_id)
     user = app.user
+    if found.status == "running":  # still finishing sibling steps (or interrupted): not yet suspended
+        found.ensure_suspended()
     if check_only:
         run = app.runs.load(found.workflowId, found.id)
         job, step, payload, _ = run.signal(

@@ -65,7 +65,7 @@ def err(line: str = "") -> None:
 
 def print_json(doc: Any) -> None:
     stream = stdout()
-    stream.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    stream.write(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     stream.flush()
 
 

@@ -143,6 +143,6 @@ def check_input_expressions(
         except ExpressionError as exc:
             raise InputInvalid(
                 f"{where}: ${{{{ {source} }}}} cannot be evaluated with the given inputs: {exc.message}. "
-                "Pass the input with --input and run again",
+                "Check the --input values and run again",
                 {"where": where, "expression": source},
             ) from None

@@ -332,11 +332,19 @@ def parse_workflow(raw: Any, source: str = "workflow") -> Workflow:
             {"path": source, "problems": ["the document must be a mapping"]},
         )
     problems = unknown_key_problems(raw)
-    if not problems:
-        try:
-            return Workflow.model_validate(raw)
-        except ValidationError as exc:
-            problems = validation_problems(exc)
+    try:
+        workflow = Workflow.model_validate(raw)
+    except ValidationError as exc:
+        # Keep pydantic's findings elsewhere in the file; where a key problem was already said
+        # (better) above, pydantic's own words for the same place, or its parents, are dropped.
+        said = [p.split(": ", 1)[0] for p in problems]
+        for problem in validation_problems(exc):
+            where = problem.split(": ", 1)[0]
+            if not any(where.startswith(w) or w.startswith(where) for w in said):
+                problems.append(problem)
+    else:
+        if not problems:
+            return workflow
     raise WorkflowInvalid(
         f"{source} is invalid: {problems[0]}"
         + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),

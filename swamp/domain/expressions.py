@@ -80,6 +80,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def ensure_json(value: Any) -> Any:
+    """Refuse values a JSON record cannot hold (NaN, Infinity), before they are stored."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ExpressionError(f"the expression gives {value}, which JSON cannot hold")
+    if isinstance(value, dict):
+        for item in value.values():
+            ensure_json(item)
+    elif isinstance(value, list):
+        for item in value:
+            ensure_json(item)
+    return value
+
+
 class Scope:
     """One snapshot of the expression context (inputs, self, run, env, steps).
 

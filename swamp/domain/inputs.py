@@ -145,11 +145,7 @@ def _coerce_one(value: str, declared: Any) -> Any:
             if kind == "integer" and number.is_integer():
                 return int(number)
             if kind == "number":
-                return (
-                    int(number)
-                    if number.is_integer() and "." not in value and "e" not in value.lower()
-                    else number
-                )
+                return number  # a double, so CEL arithmetic with other doubles works
         elif kind == "boolean" and value in ("true", "false"):
             return value == "true"
         elif kind in ("array", "object"):

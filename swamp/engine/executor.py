@@ -20,7 +20,7 @@ from ..domain.definition import Job, Step, Workflow
 from ..domain.errors import ExpressionError
 from ..domain.expressions import Scope, is_truthy, whole_expression
 from ..domain.graph import Node, topological_levels
-from ..domain.run import JobRun, StepRun, WorkflowRun, iso
+from ..domain.run import WAITING_STEP, JobRun, StepRun, WorkflowRun, iso
 from . import foreach
 from .ports import EngineServices
 from .tasks import dispatch
@@ -171,7 +171,9 @@ class WorkflowExecutor:
             return
         failed = any(s.status == "failed" and not s.allowedFailure for s in job_run.steps)
         for level in self._step_levels(job, job_run):
-            if failed or self.suspending.is_set() or self._stop_reason():
+            # A job stops at its own waiting steps, never at another job's: what a job does must
+            # not depend on thread timing. The run suspends at the job-level barrier.
+            if failed or self._stop_reason() or any(s.status in WAITING_STEP for s in job_run.steps):
                 break
             scope = self._scope(job_run)
             cap = resolve_cap(self._level_cap(job, level), self.services.max_concurrency)
@@ -179,12 +181,10 @@ class WorkflowExecutor:
             self._save()
             with self.lock:
                 failed = any(s.status == "failed" and not s.allowedFailure for s in job_run.steps)
-            if any(s.status in ("waiting", "waiting_approval") for s in job_run.steps):
-                self.suspending.set()
         with self.lock:
             waiting = any(s.status in ("waiting", "waiting_approval") for s in job_run.steps)
             unfinished = any(s.status == "pending" for s in job_run.steps)
-        cut_short = self.suspending.is_set() or self._stop_reason() is not None
+        cut_short = self._stop_reason() is not None
         if waiting or (cut_short and unfinished and not failed):
             return  # the job goes on when the run is resumed
         self._finish_job(job_run, failed=failed)

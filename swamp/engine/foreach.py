@@ -6,7 +6,7 @@ from typing import Any
 
 from ..domain.definition import Step
 from ..domain.errors import ExpressionError
-from ..domain.expressions import EXPRESSION, ExpressionEngine, Scope, js_string, whole_expression
+from ..domain.expressions import EXPRESSION, ExpressionEngine, Scope, ensure_json, js_string, whole_expression
 from ..domain.run import StepRun
 
 
@@ -15,7 +15,7 @@ def items_of(step: Step, engine: ExpressionEngine, scope: Scope) -> list[tuple[s
     assert step.forEach is not None
     source = whole_expression(step.forEach.in_)
     assert source is not None
-    collection = engine.evaluate(source, scope)
+    collection = ensure_json(engine.evaluate(source, scope))  # each item is stored on its step
     if isinstance(collection, list):
         return [(str(i), v) for i, v in enumerate(collection)]
     if isinstance(collection, dict):

@@ -73,7 +73,7 @@ class ModelMethodRunner:
         )
         result = found.execute(args, ctx)
         try:
-            return json.loads(json.dumps(result))
+            return json.loads(json.dumps(result, allow_nan=False))
         except (TypeError, ValueError):
             raise MethodFailed(
                 f"Method '{method}' of model '{definition.name}' returned a value that is not JSON: "

@@ -41,7 +41,12 @@ Dispatch = Callable[[str, Any, Callable[[dict[str, Any]], None]], dict[str, Any]
 
 
 def answer(
-    writer: FrameWriter, request_id: Any, request_type: str, payload: Any, dispatch: Dispatch = handle
+    writer: FrameWriter,
+    request_id: Any,
+    request_type: str,
+    payload: Any,
+    dispatch: Dispatch = handle,
+    line: int | None = None,
 ) -> None:
     """Run one request and write its frames: events, then a result or an error, then done."""
 
@@ -52,7 +57,10 @@ def answer(
         data = dispatch(request_type, payload, emit)
         writer.write({"type": request_type, "id": request_id, "payload": {"data": data}})
     except SwampError as exc:
-        writer.write({"type": "error", "id": request_id, "error": exc.to_dict()})
+        body = exc.to_dict()
+        if isinstance(exc, InvalidRequest) and line is not None:
+            body["details"] = {**exc.details, "line": line}
+        writer.write({"type": "error", "id": request_id, "error": body})
     except Exception as exc:  # a request never takes the stream down
         error = InternalError(f"unexpected error: {type(exc).__name__}: {exc}")
         writer.write({"type": "error", "id": request_id, "error": error.to_dict()})
@@ -132,7 +140,7 @@ def serve(
                 continue
             if repo_dir is not None and "repoDir" not in payload:
                 payload = {**payload, "repoDir": repo_dir}
-            pool.submit(answer, writer, request_id, request_type, payload)
+            pool.submit(answer, writer, request_id, request_type, payload, handle, number)
     return 0
 
 

@@ -11,6 +11,7 @@ package import costs on the start-up path of `swamp workflow signal`); portalock
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -95,6 +96,9 @@ class RunClaim:
 
     def release(self) -> None:
         if self._handle is not None:
+            with contextlib.suppress(OSError):
+                self._handle.seek(0)
+                self._handle.truncate()  # the next holder may not be a swamp that says who it is
             self._handle.close()
             self._handle = None
 

@@ -13,6 +13,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; records are as readable as the rest of the repo
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

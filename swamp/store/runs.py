@@ -26,7 +26,7 @@ class RunRepository:
         return str(self.path_for(run.workflowId, run.id).relative_to(self.layout.root))
 
     def save(self, run: WorkflowRun) -> None:
-        data = json.dumps(run.to_dict(), indent=1, ensure_ascii=False).encode("utf-8")
+        data = json.dumps(run.to_dict(), indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
         self._index_waits(run)
         active = run.status in ACTIVE
         if active:
@@ -234,6 +234,8 @@ class RunRepository:
 
     def find(self, run_id_or_prefix: str, workflow_id: str | None = None) -> WorkflowRun:
         """A run by its ID or a unique prefix of it."""
+        if not run_id_or_prefix.strip():
+            raise RunNotFound("Give a run ID (or a unique prefix); list runs with: swamp workflow history")
         if workflow_id is not None and len(run_id_or_prefix) == 36:
             direct = self.path_for(workflow_id, run_id_or_prefix)
             if direct.exists():

@@ -62,7 +62,12 @@ class WorkflowRepository:
     def get(self, name_or_id: str) -> LoadedWorkflow:
         direct = self.layout.workflow_file(name_or_id)
         if "/" not in name_or_id and direct.is_file():
-            return self.load_file(direct)
+            try:
+                found = self.load_file(direct)
+            except WorkflowInvalid:
+                found = None
+            if found is not None and found.workflow.name == name_or_id:
+                return found  # the usual case, without reading every file
         loaded, broken = self.scan()
         for item in loaded:
             if item.workflow.name == name_or_id:

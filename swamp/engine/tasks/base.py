@@ -9,7 +9,7 @@ from typing import Any
 
 from ...domain.definition import Step
 from ...domain.expressions import Scope
-from ...domain.run import JobRun, StepRun, WorkflowRun
+from ...domain.run import JobRun, StepRun, WorkflowRun, iso
 from ..ports import EngineServices
 
 
@@ -27,7 +27,13 @@ class StepExecution:
 
     def log(self, line: str) -> None:
         self.services.emit(
-            {"event": "step_output", "job": self.job_run.name, "step": self.step_run.name, "line": line}
+            {
+                "event": "step_output",
+                "at": iso(self.services.clock.now()),
+                "job": self.job_run.name,
+                "step": self.step_run.name,
+                "line": line,
+            }
         )
 
 
