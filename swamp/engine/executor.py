@@ -9,6 +9,7 @@ or a signal wait) lets its siblings finish; then no new level starts and the run
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +52,8 @@ class WorkflowExecutor:
         self.inputs = run.inputs if inputs is None else inputs
         self.lock = threading.RLock()
         self.suspending = threading.Event()
+        self._abandon_hooks: dict[int, Callable[[], None]] = {}
+        self._next_hook = 0
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -88,8 +91,20 @@ class WorkflowExecutor:
         finally:
             self.services.detach(self)
 
+    def on_abandon(self, stop: Callable[[], None]) -> Callable[[], None]:
+        """Remember how to stop a step's work at once (a command's process group)."""
+        with self.lock:
+            key = self._next_hook
+            self._next_hook += 1
+            self._abandon_hooks[key] = stop
+        return lambda: self._abandon_hooks.pop(key, None)
+
     def abandon(self, why: str) -> None:
-        """Record the run as stopped here: running steps failed (interrupted), the run failed."""
+        """Record the run as stopped here: what steps were doing is stopped, running steps failed
+        (interrupted), the run failed."""
+        for stop in list(self._abandon_hooks.values()):
+            with contextlib.suppress(Exception):
+                stop()
         with self.lock:
             if self.run.is_terminal or self.run.status == "suspended":
                 return
@@ -328,7 +343,7 @@ class WorkflowExecutor:
         with self.lock:
             step_run.start(now())
         self._emit("step_started", job=job.name, step=step_run.name, task=step.task.type)
-        execution = StepExecution(self.run, job_run, step_run, step, scope, self.services)
+        execution = StepExecution(self.run, job_run, step_run, step, scope, self.services, self.on_abandon)
         outcome = dispatch(step.task, execution)
         self._apply(job, step, step_run, outcome)
 

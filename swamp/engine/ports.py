@@ -39,6 +39,7 @@ class MethodRunner(Protocol):
         run: WorkflowRun,
         step_name: str,
         log: Callable[[str], None],
+        on_abandon: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
     ) -> Any: ...
 
 

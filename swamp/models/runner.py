@@ -45,6 +45,7 @@ class ModelMethodRunner:
         run: WorkflowRun,
         step_name: str,
         log: Callable[[str], None],
+        on_abandon: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
     ) -> Any:
         definition, _, found = self._method(model, method)
         schema = found.arguments
@@ -71,6 +72,8 @@ class ModelMethodRunner:
             global_arguments=dict(definition.global_arguments),
             log=log,
         )
+        if on_abandon is not None:
+            ctx.on_abandon = on_abandon
         result = found.execute(args, ctx)
         try:
             return json.loads(json.dumps(result, allow_nan=False))

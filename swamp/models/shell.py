@@ -45,12 +45,18 @@ def execute(args: dict[str, Any], ctx: MethodContext) -> dict[str, Any]:
         )
     except OSError as exc:
         raise MethodFailed(f"Command could not start: {exc}") from None
+
+    def stop() -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    take_back = ctx.on_abandon(stop)
     try:
         stdout, stderr = proc.communicate(timeout=timeout_ms / 1000 if timeout_ms else None)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop()
         stdout, stderr = proc.communicate()
+        take_back()
         raise MethodFailed(
             f"Command timed out after {timeout_ms} ms",
             {
@@ -61,6 +67,7 @@ def execute(args: dict[str, Any], ctx: MethodContext) -> dict[str, Any]:
             },
         ) from None
 
+    take_back()
     result = {
         "exitCode": proc.returncode,
         "stdout": stdout,

@@ -22,6 +22,9 @@ class MethodContext:
     step_name: str
     global_arguments: dict[str, Any]
     log: Callable[[str], None] = field(default=lambda line: None)
+    # Call with a function that stops the work at once; it runs if the run is abandoned mid-step
+    # (swamp serve's shutdown after its grace). Returns a function that takes the request back.
+    on_abandon: Callable[[Callable[[], None]], Callable[[], None]] = field(default=lambda stop: lambda: None)
 
 
 @dataclass(frozen=True)

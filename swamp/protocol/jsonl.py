@@ -29,12 +29,19 @@ class FrameWriter:
     def __init__(self, stream: IO[str]):
         self._stream = stream
         self._lock = threading.Lock()
+        self.closed = False
 
     def write(self, frame: dict[str, Any]) -> None:
+        """A peer that went away loses its frames; the work behind them goes on."""
         line = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
         with self._lock:
-            self._stream.write(line + "\n")
-            self._stream.flush()
+            if self.closed:
+                return
+            try:
+                self._stream.write(line + "\n")
+                self._stream.flush()
+            except (OSError, ValueError):
+                self.closed = True
 
 
 Dispatch = Callable[[str, Any, Callable[[dict[str, Any]], None]], dict[str, Any]]

@@ -55,6 +55,8 @@ class InFlight:
     started: float
     stop: str | None = None
     executors: set[Any] = field(default_factory=set)
+    writer: FrameWriter | None = None
+    executing: bool = False
 
 
 class Server:
@@ -86,7 +88,7 @@ class Server:
         if self.options.repo_dir is not None and "repoDir" not in payload and request_type not in SERVE_TYPES:
             payload = {**payload, "repoDir": self.options.repo_dir}
         key = (conn, request_id)
-        flight = InFlight(key, request_type, time.monotonic())
+        flight = InFlight(key, request_type, time.monotonic(), writer=writer)
         with self.lock:
             self.requests[key] = flight
 
@@ -128,17 +130,17 @@ class Server:
         return data
 
     def _hosted(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
-        if self.options.max_runs is not None:
-            with self.lock:
-                executing = sum(
-                    1 for f in self.requests.values() if f.executors or f.request_type in RUN_TYPES
-                )
-            if executing > self.options.max_runs:
+        with self.lock:
+            others = sum(
+                1 for f in self.requests.values() if f is not flight and (f.executing or f.executors)
+            )
+            if self.options.max_runs is not None and others >= self.options.max_runs:
                 raise TooManyRequests(
                     f"swamp serve is already executing {self.options.max_runs} run(s) (--max-runs); "
                     "try again when one finishes",
                     {"maxRuns": self.options.max_runs},
                 )
+            flight.executing = True
         hooks = RunHooks(
             stop_reason=lambda: "shutdown" if self.shutting_down.is_set() else flight.stop,
             attach=lambda executor: self._attach(flight, executor),
@@ -149,6 +151,7 @@ class Server:
             return handle(request_type, payload, emit)
         finally:
             HOSTED_RUNS.reset(token)
+            flight.executing = False
 
     def _attach(self, flight: InFlight, executor: Any) -> None:
         with self.lock:
@@ -348,15 +351,18 @@ class Server:
             threading.Thread(target=self._serve_client, args=(client,), daemon=True).start()
 
     def _serve_client(self, client: socket.socket) -> None:
-        with (
-            client,
-            client.makefile("r", encoding="utf-8", errors="surrogateescape") as reader,
-            client.makefile("w", encoding="utf-8") as stream,
-        ):
-            writer = FrameWriter(stream)
-            with contextlib.suppress(OSError, ValueError):
-                self.read_connection(reader, writer)
-                self._drain()
+        reader = client.makefile("r", encoding="utf-8", errors="surrogateescape")
+        stream = client.makefile("w", encoding="utf-8")
+        writer = FrameWriter(stream)
+        try:
+            self.read_connection(reader, writer)
+            self._drain()
+        except (OSError, ValueError):
+            pass  # the client went away; its requests finish without it
+        finally:
+            for handle in (reader, stream, client):
+                with contextlib.suppress(OSError, ValueError):
+                    handle.close()
 
     def _drain(self, timeout: float | None = None) -> bool:
         """Wait until no request is in flight; False if `timeout` passed first."""
@@ -382,10 +388,20 @@ class Server:
                 self.listener.close()
         if not self._drain(self.options.grace):
             with self.lock:
-                executors = [e for f in self.requests.values() for e in f.executors]
-            for executor in executors:
-                executor.abandon("swamp serve shut down")
-                self.log(f"run {executor.run.id}: cut short, recorded as interrupted")
+                flights = list(self.requests.values())
+            for flight in flights:
+                runs = []
+                for executor in list(flight.executors):
+                    executor.abandon("swamp serve shut down")
+                    runs.append(executor.run.id)
+                    self.log(f"run {executor.run.id}: cut short, recorded as interrupted")
+                if flight.writer is not None and flight.key[0] >= 0:
+                    cut = f"; run(s) {', '.join(runs)} recorded as interrupted" if runs else ""
+                    error = ShuttingDown(
+                        f"swamp serve shut down before this request finished{cut}", {"runIds": runs}
+                    )
+                    flight.writer.write({"type": "error", "id": flight.key[1], "error": error.to_dict()})
+                    flight.writer.write({"type": "done", "id": flight.key[1]})
         if self.options.socket_path:
             with contextlib.suppress(OSError):
                 os.unlink(self.options.socket_path)

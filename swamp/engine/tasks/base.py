@@ -21,6 +21,8 @@ class StepExecution:
     step: Step
     scope: Scope
     services: EngineServices
+    # Registers what to do if the run is abandoned mid-step (e.g. kill a command); returns an undo.
+    on_abandon: Callable[[Callable[[], None]], Callable[[], None]] | None = None
 
     def now(self) -> dt.datetime:
         return self.services.clock.now()

@@ -28,7 +28,13 @@ def execute(task: ModelMethodTask, ex: StepExecution) -> Outcome:
         )
     try:
         result = ex.services.methods.run_method(
-            task.modelIdOrName, task.methodName, inputs, run=ex.run, step_name=ex.step_run.name, log=ex.log
+            task.modelIdOrName,
+            task.methodName,
+            inputs,
+            run=ex.run,
+            step_name=ex.step_run.name,
+            log=ex.log,
+            on_abandon=ex.on_abandon,
         )
     except MethodFailed as exc:
         return Failed(str(exc), outputs=exc.result)
