@@ -14,7 +14,7 @@ from pathlib import Path
 
 SWAMP = str(Path(sys.executable).with_name("swamp"))
 
-NOOP_EXTENSION = '''
+NOOP_EXTENSION = """
 def noop(args, ctx):
     return {"ok": True}
 
@@ -23,7 +23,7 @@ model = {
     "version": "1",
     "methods": {"run": {"description": "does nothing", "arguments": {"type": "object"}, "execute": noop}},
 }
-'''
+"""
 
 
 def env() -> dict[str, str]:
@@ -51,7 +51,9 @@ def remove(root: Path) -> None:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def timed(argv: Sequence[str], cwd: Path | None = None, stdin: bytes | None = None, check: bool = True) -> float:
+def timed(
+    argv: Sequence[str], cwd: Path | None = None, stdin: bytes | None = None, check: bool = True
+) -> float:
     started = time.perf_counter()
     done = subprocess.run(list(argv), cwd=cwd, input=stdin, capture_output=True, env=env())
     took = time.perf_counter() - started

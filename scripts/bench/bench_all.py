@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,14 +60,20 @@ jobs:
 def jsonl(root: Path, frames: list[dict[str, object]]) -> tuple[list[dict[str, object]], float]:
     text = "".join(json.dumps(f) + "\n" for f in frames).encode()
     started = time.perf_counter()
-    done = subprocess.run([SWAMP, "--jsonl"], cwd=root, input=text, capture_output=True, env=env(), check=True)
+    done = subprocess.run(
+        [SWAMP, "--jsonl"], cwd=root, input=text, capture_output=True, env=env(), check=True
+    )
     took = time.perf_counter() - started
     return [json.loads(line) for line in done.stdout.decode().splitlines()], took
 
 
 def open_waits(root: Path, count: int, offset: int = 0) -> list[str]:
     frames = [
-        {"type": "workflow.run", "id": f"r{i}", "payload": {"workflow": "waiter", "inputs": {"k": offset + i}}}
+        {
+            "type": "workflow.run",
+            "id": f"r{i}",
+            "payload": {"workflow": "waiter", "inputs": {"k": offset + i}},
+        }
         for i in range(count)
     ]
     replies, _ = jsonl(root, frames)
@@ -105,8 +110,20 @@ def command_start(repeats: int) -> dict[str, object]:
 
 def import_profile(root: Path, wait_id: str) -> list[dict[str, object]]:
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", SWAMP, "workflow", "signal", wait_id, "--payload", '{"verdict":"ship"}'],
-        cwd=root, capture_output=True, env=env(),
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            SWAMP,
+            "workflow",
+            "signal",
+            wait_id,
+            "--payload",
+            '{"verdict":"ship"}',
+        ],
+        cwd=root,
+        capture_output=True,
+        env=env(),
     )
     rows = []
     for line in done.stderr.decode().splitlines():
@@ -130,12 +147,29 @@ def add_history(root: Path, count: int) -> None:
     for i in range(count):
         run_id = str(uuid.uuid4())
         record = {
-            "formatVersion": 1, "id": run_id, "workflowId": "00000000-0000-4000-8000-00000000000c",
-            "workflowName": "waiter", "createdAt": "2026-01-01T00:00:00.000Z", "status": "succeeded",
-            "startedAt": "2026-01-01T00:00:00.000Z", "completedAt": "2026-01-01T00:00:01.000Z",
-            "inputs": {"k": -1 - i}, "jobs": [{"name": "main", "status": "succeeded", "steps": [
-                {"name": "review", "status": "succeeded", "outputs": {"payload": {"verdict": "ship"}}},
-                {"name": "after", "status": "succeeded", "outputs": {"ok": True}}]}],
+            "formatVersion": 1,
+            "id": run_id,
+            "workflowId": "00000000-0000-4000-8000-00000000000c",
+            "workflowName": "waiter",
+            "createdAt": "2026-01-01T00:00:00.000Z",
+            "status": "succeeded",
+            "startedAt": "2026-01-01T00:00:00.000Z",
+            "completedAt": "2026-01-01T00:00:01.000Z",
+            "inputs": {"k": -1 - i},
+            "jobs": [
+                {
+                    "name": "main",
+                    "status": "succeeded",
+                    "steps": [
+                        {
+                            "name": "review",
+                            "status": "succeeded",
+                            "outputs": {"payload": {"verdict": "ship"}},
+                        },
+                        {"name": "after", "status": "succeeded", "outputs": {"ok": True}},
+                    ],
+                }
+            ],
         }
         (folder / f"{run_id}.json").write_text(json.dumps(record))
 
@@ -144,8 +178,13 @@ def hot_paths(root: Path, repeats: int) -> dict[str, float]:
     waits = open_waits(root, repeats * 2, offset=1_000_000)
     gated = []
     for i in range(repeats):
-        done = subprocess.run([SWAMP, "workflow", "run", "gated", "--input", f"k={i}", "--json"],
-                              cwd=root, capture_output=True, env=env(), check=True)
+        done = subprocess.run(
+            [SWAMP, "workflow", "run", "gated", "--input", f"k={i}", "--json"],
+            cwd=root,
+            capture_output=True,
+            env=env(),
+            check=True,
+        )
         gated.append(json.loads(done.stdout)["id"])
     samples: dict[str, list[float]] = {"waits": [], "signal": [], "approvals": [], "resume": []}
     for i in range(repeats):
@@ -154,8 +193,13 @@ def hot_paths(root: Path, repeats: int) -> dict[str, float]:
         samples["signal"].append(
             timed([SWAMP, "workflow", "signal", waits[i], "--payload", '{"verdict":"ship"}'], cwd=root)
         )
-        subprocess.run([SWAMP, "workflow", "approve", "gated", "gate", "--run", gated[i]],
-                       cwd=root, capture_output=True, env=env(), check=True)
+        subprocess.run(
+            [SWAMP, "workflow", "approve", "gated", "gate", "--run", gated[i]],
+            cwd=root,
+            capture_output=True,
+            env=env(),
+            check=True,
+        )
         samples["resume"].append(timed([SWAMP, "workflow", "resume", "gated", "--run", gated[i]], cwd=root))
     return {k: median_ms(v) for k, v in samples.items()}
 
@@ -172,8 +216,14 @@ def history_scaling(history: int, repeats: int) -> dict[str, object]:
         remove(empty)
         remove(full)
     ratios = {k: round(loaded[k] / base[k], 3) for k in base}
-    return {"finishedRuns": history, "emptyMs": base, "withHistoryMs": loaded, "ratio": ratios,
-            "target": 1.3, "met": all(r < 1.3 for r in ratios.values())}
+    return {
+        "finishedRuns": history,
+        "emptyMs": base,
+        "withHistoryMs": loaded,
+        "ratio": ratios,
+        "target": 1.3,
+        "met": all(r < 1.3 for r in ratios.values()),
+    }
 
 
 # -- 3. durable throughput --------------------------------------------------------------------------------
@@ -207,10 +257,17 @@ def throughput(count: int) -> dict[str, object]:
         waits = open_waits(root, count)
         record = next(root.glob(".swamp/workflow-runs/*/*.json"))
         floor = durable_floor(record.stat().st_size, min(count, 500))
-        frames = [{"type": "workflow.signal", "id": f"s{i}", "payload": {"waitId": w, "payload": {"verdict": "ship"}}}
-                  for i, w in enumerate(waits)]
-        proc = subprocess.Popen([SWAMP, "--jsonl"], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                env=env())
+        frames = [
+            {
+                "type": "workflow.signal",
+                "id": f"s{i}",
+                "payload": {"waitId": w, "payload": {"verdict": "ship"}},
+            }
+            for i, w in enumerate(waits)
+        ]
+        proc = subprocess.Popen(
+            [SWAMP, "--jsonl"], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env()
+        )
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write("".join(json.dumps(f) + "\n" for f in frames).encode())
         proc.stdin.close()
@@ -226,9 +283,15 @@ def throughput(count: int) -> dict[str, object]:
     finally:
         remove(root)
     rate = (len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9) if len(stamps) > 1 else 0.0
-    return {"signals": count, "accepted": accepted, "signalsPerSecond": round(rate, 1),
-            "durableWriteFloorPerSecond": round(floor, 1), "ratioToFloor": round(rate / floor, 3),
-            "target": 0.7, "met": rate / floor >= 0.7}
+    return {
+        "signals": count,
+        "accepted": accepted,
+        "signalsPerSecond": round(rate, 1),
+        "durableWriteFloorPerSecond": round(floor, 1),
+        "ratioToFloor": round(rate / floor, 3),
+        "target": 0.7,
+        "met": rate / floor >= 0.7,
+    }
 
 
 # -- 4. engine ----------------------------------------------------------------------------------------
@@ -240,9 +303,13 @@ def engine(sizes: tuple[int, int], repeats: int) -> dict[str, object]:
 
     small, big = sizes
     ms_small, ms_big = measure(small, repeats), measure(big, repeats)
-    return {"medianMs": {str(small): ms_small, str(big): ms_big}, "ratio": round(ms_big / ms_small, 3),
-            "perStepUs": round((ms_big - ms_small) * 1000 / (big - small), 1),
-            "target": f"{big} steps under {big // small}x the {small}-step time", "met": ms_big < (big // small) * ms_small}
+    return {
+        "medianMs": {str(small): ms_small, str(big): ms_big},
+        "ratio": round(ms_big / ms_small, 3),
+        "perStepUs": round((ms_big - ms_small) * 1000 / (big - small), 1),
+        "target": f"{big} steps under {big // small}x the {small}-step time",
+        "met": ms_big < (big // small) * ms_small,
+    }
 
 
 # -- 5. expressions -----------------------------------------------------------------------------------
@@ -252,8 +319,16 @@ def expressions(seconds: float) -> dict[str, object]:
     from swamp.domain.expressions import ExpressionEngine, Scope
 
     steps = {
-        f"step{i}": {"status": "succeeded", "outputs": {"payload": {"verdict": "ship", "score": i,
-                                                                     "items": [{"id": j, "ok": j % 2 == 0} for j in range(5)]}}}
+        f"step{i}": {
+            "status": "succeeded",
+            "outputs": {
+                "payload": {
+                    "verdict": "ship",
+                    "score": i,
+                    "items": [{"id": j, "ok": j % 2 == 0} for j in range(5)],
+                }
+            },
+        }
         for i in range(100)
     }
     steps["review"] = {"status": "succeeded", "outputs": {"payload": {"verdict": "fix"}}}
@@ -272,8 +347,12 @@ def expressions(seconds: float) -> dict[str, object]:
         engine_.evaluate(guard, Scope({"steps": steps, "inputs": {"n": 3}}))
         fresh_count += 1
     fresh = fresh_count / (time.perf_counter() - started)
-    return {"contextSteps": 101, "guard": guard, "guardsPerSecondWarmScope": round(warm),
-            "guardsPerSecondFreshScope": round(fresh)}
+    return {
+        "contextSteps": 101,
+        "guard": guard,
+        "guardsPerSecondWarmScope": round(warm),
+        "guardsPerSecondFreshScope": round(fresh),
+    }
 
 
 def main() -> None:

@@ -36,16 +36,31 @@ jobs:
 def open_wait(root, k: int) -> str:
     done = subprocess.run(
         [SWAMP, "workflow", "run", "waiter", "--input", f"k={k}", "--json"],
-        cwd=root, capture_output=True, env=env(), check=True,
+        cwd=root,
+        capture_output=True,
+        env=env(),
+        check=True,
     )
     return json.loads(done.stdout)["waits"][0]["waitId"]
 
 
 def import_profile(root, wait_id: str) -> list[dict[str, object]]:
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", SWAMP, "workflow", "signal", wait_id, "--payload", '{"verdict":"ship"}',
-         "--check"],
-        cwd=root, capture_output=True, env=env(),
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            SWAMP,
+            "workflow",
+            "signal",
+            wait_id,
+            "--payload",
+            '{"verdict":"ship"}',
+            "--check",
+        ],
+        cwd=root,
+        capture_output=True,
+        env=env(),
     )
     rows = []
     for line in done.stderr.decode().splitlines():
@@ -73,7 +88,9 @@ def main() -> None:
         for wait_id in waits:  # interleaved so that noise hits all three alike
             floor.append(timed([sys.executable, "-c", "pass"]))
             version.append(timed([SWAMP, "--version"]))
-            signal.append(timed([SWAMP, "workflow", "signal", wait_id, "--payload", '{"verdict":"ship"}'], cwd=root))
+            signal.append(
+                timed([SWAMP, "workflow", "signal", wait_id, "--payload", '{"verdict":"ship"}'], cwd=root)
+            )
         profile = import_profile(root, spare)
     finally:
         remove(root)
