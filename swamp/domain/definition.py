@@ -304,9 +304,10 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
     return "".join(parts) or "workflow"
 
 
-def validation_problems(error: ValidationError) -> list[str]:
-    errors = error.errors()
-    locs = [tuple(e["loc"]) for e in errors]
+def validation_problems(error: ValidationError, skip: tuple[str, ...] = ()) -> list[str]:
+    all_errors = error.errors()
+    errors = [e for e in all_errors if e["type"] not in skip]
+    locs = [tuple(e["loc"]) for e in all_errors]
 
     def echo_of_item_error(e: Any) -> bool:
         # A list with a broken item is also reported as "too short" (only valid items count).
@@ -338,7 +339,8 @@ def parse_workflow(raw: Any, source: str = "workflow") -> Workflow:
         # Keep pydantic's findings elsewhere in the file; where a key problem was already said
         # (better) above, pydantic's own words for the same place, or its parents, are dropped.
         said = [p.split(": ", 1)[0] for p in problems]
-        for problem in validation_problems(exc):
+        covered = ("extra_forbidden", "union_tag_invalid", "union_tag_not_found") if problems else ()
+        for problem in validation_problems(exc, skip=covered):
             where = problem.split(": ", 1)[0]
             if not any(where.startswith(w) or w.startswith(where) for w in said):
                 problems.append(problem)
