@@ -10,11 +10,18 @@ from typing import Any
 from ..domain.definition import Workflow
 from ..domain.run import WorkflowRun
 from ..store.claim import RunClaim
+from ..store.runs import inputs_digest
 from .context import App
 
 
 def supersede(app: App, workflow: Workflow, new_run: WorkflowRun) -> list[dict[str, Any]]:
-    runs, _ = app.runs.active_runs(workflow.id)
+    digest = inputs_digest(new_run.inputs)
+    entries = [
+        e
+        for e in app.runs.active_entries(workflow.id)
+        if e["status"] == "suspended" and e["inputsSha256"] == digest
+    ]
+    runs, _ = app.runs.load_entries(entries)  # only the runs that could be superseded are read
     report: list[dict[str, Any]] = []
     for old in runs:
         if old.status != "suspended" or old.inputs != new_run.inputs:

@@ -24,7 +24,9 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
     from ..domain.waits import example_value
 
     others = [
-        r for r in app.runs.active_runs(run.workflowId)[0] if r.status == "suspended" and r.id != run.id
+        e
+        for e in app.runs.active_entries(run.workflowId)
+        if e["status"] == "suspended" and e["runId"] != run.id
     ]
     waits = [
         {

@@ -26,6 +26,7 @@ from typing import IO, Any, TextIO
 
 from .. import __version__
 from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
+from ..domain.run import parse_iso
 from ..engine.ports import HOSTED_RUNS, RunHooks
 from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
 from .requests import handle
@@ -254,7 +255,12 @@ class Server:
             try:
                 app = App.open(self.options.repo_dir)
                 now = app.clock.now()
-                runs, _ = app.runs.active_runs()
+                due_entries = [
+                    e
+                    for e in app.runs.active_entries()
+                    if e["status"] == "suspended" and e["nextDeadline"] and parse_iso(e["nextDeadline"]) < now
+                ]
+                runs, _ = app.runs.load_entries(due_entries)  # only runs with a wait past its deadline
             except SwampError as exc:
                 self.log(f"deadline check: {exc.message}")
                 continue

@@ -8,6 +8,21 @@ import tempfile
 from pathlib import Path
 
 
+def write_replace(path: Path, data: bytes) -> None:
+    """Write to a temp file and rename it over `path`: never torn, but not forced to disk. For
+    files that can be rebuilt (indexes)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temp file, fsync, rename over `path`, fsync the directory."""
     path.parent.mkdir(parents=True, exist_ok=True)

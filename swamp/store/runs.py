@@ -2,22 +2,42 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable
-from ..domain.run import WorkflowRun
-from .files import write_atomic
+from ..domain.run import WorkflowRun, parse_iso
+from .files import write_atomic, write_replace
 from .repo import RepoLayout
 
 ACTIVE = frozenset({"pending", "running", "suspended"})
+ENTRY_KEYS = frozenset({"runId", "workflowId", "workflowName", "status", "inputsSha256", "nextDeadline"})
+
+
+def inputs_digest(inputs: dict[str, Any]) -> str:
+    canonical = json.dumps(inputs, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def active_entry(run: WorkflowRun) -> dict[str, Any]:
+    deadlines = [s.wait.deadline for _, s in run.unsettled_waits() if s.wait is not None]
+    return {
+        "runId": run.id,
+        "workflowId": run.workflowId,
+        "workflowName": run.workflowName,
+        "status": run.status,
+        "inputsSha256": inputs_digest(run.inputs),
+        "nextDeadline": min(deadlines, key=parse_iso) if deadlines else None,
+    }
 
 
 class RunRepository:
     def __init__(self, layout: RepoLayout):
         self.layout = layout
-        self._active_written: dict[str, str] = {}
+        self._active_written: dict[str, dict[str, object]] = {}
 
     def path_for(self, workflow_id: str, run_id: str) -> Path:
         return self.layout.runs_dir / workflow_id / f"{run_id}.json"
@@ -51,23 +71,19 @@ class RunRepository:
         return self.layout.datastore / "index" / "active.built"
 
     def _mark_active(self, run: WorkflowRun) -> None:
-        entry = {
-            "runId": run.id,
-            "workflowId": run.workflowId,
-            "workflowName": run.workflowName,
-            "status": run.status,
-        }
-        if self._active_written.get(run.id) == run.status:
+        entry = active_entry(run)
+        if self._active_written.get(run.id) == entry:
             return
         path = self._active_dir / f"{run.id}.json"
         try:
             if json.loads(path.read_text(encoding="utf-8")) == entry:
-                self._active_written[run.id] = run.status
+                self._active_written[run.id] = entry
                 return
         except (OSError, ValueError):
             pass
-        write_atomic(path, json.dumps(entry).encode("utf-8"))
-        self._active_written[run.id] = run.status
+        # Not fsynced: the index is rebuilt from the records whenever an entry is unreadable.
+        write_replace(path, json.dumps(entry).encode("utf-8"))
+        self._active_written[run.id] = entry
 
     def _unmark_active(self, run_id: str) -> None:
         self._active_written.pop(run_id, None)
@@ -91,27 +107,38 @@ class RunRepository:
         write_atomic(self._built_stamp, b"1\n")
         return count
 
-    def active_runs(self, workflow_id: str | None = None) -> tuple[list[WorkflowRun], list[RunUnreadable]]:
-        """Every run not yet finished (pending, running, suspended), newest first."""
+    def active_entries(self, workflow_id: str | None = None) -> list[dict[str, Any]]:
+        """The index entries of runs not yet finished: runId, workflowId, workflowName, status,
+        inputsSha256, nextDeadline (the earliest deadline of an unsettled wait). No record is read."""
         if not self._built_stamp.exists():
             self.rebuild_active_index()
         entries = []
         for path in sorted(self._active_dir.glob("*.json")):
             try:
                 entry = json.loads(path.read_text(encoding="utf-8"))
-                entries.append((path, str(entry["workflowId"]), str(entry["runId"])))
+                if not isinstance(entry, dict) or set(entry) != ENTRY_KEYS:
+                    raise ValueError("not an index entry")
             except FileNotFoundError:
                 continue
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError):
                 self.rebuild_active_index()
-                return self.active_runs(workflow_id)
+                return self.active_entries(workflow_id)
+            if workflow_id is None or entry["workflowId"] == workflow_id:
+                entries.append(entry)
+        return entries
+
+    def active_runs(self, workflow_id: str | None = None) -> tuple[list[WorkflowRun], list[RunUnreadable]]:
+        """Every run not yet finished (pending, running, suspended), newest first."""
+        return self.load_entries(self.active_entries(workflow_id))
+
+    def load_entries(self, entries: list[dict[str, Any]]) -> tuple[list[WorkflowRun], list[RunUnreadable]]:
+        """The runs behind index entries; entries whose run has finished or gone are dropped."""
         runs: list[WorkflowRun] = []
         unreadable: list[RunUnreadable] = []
-        for path, entry_workflow, run_id in entries:
-            if workflow_id is not None and entry_workflow != workflow_id:
-                continue
+        for entry in entries:
+            path = self._active_dir / f"{entry['runId']}.json"
             try:
-                run = self.load(entry_workflow, run_id)
+                run = self.load(str(entry["workflowId"]), str(entry["runId"]))
             except RunNotFound:
                 path.unlink(missing_ok=True)
                 continue
