@@ -1,0 +1,87 @@
+"""The bad-input corpus (payloads.yaml, wait_ids.yaml, frames.yaml, workflows.yaml in this folder).
+
+Every case expects one specific code, no traceback, and nothing written: a refused signal leaves
+its wait's record byte-identical, a refused workflow creates no run record, a wait ID creates no
+file. The cases run once per session through real swamp processes (scripts/reliability_corpus.py);
+each case is then its own test. Cases marked `bug:` show a known defect and are strict xfails.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+import reliability_corpus as corpus  # noqa: E402
+import reliability_kit as kit  # noqa: E402
+
+CASES = corpus.load_cases()
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, corpus.CaseResult]]:
+    with kit.scratch(tmp_path_factory.mktemp("corpus")) as base:
+        yield corpus.run_corpus(base, CASES)
+
+
+def _param(case: corpus.Case) -> object:
+    marks = [pytest.mark.xfail(strict=True, reason="BUG: " + " ".join(case.bug.split()))] if case.bug else []
+    return pytest.param(case.id, id=case.id, marks=marks)
+
+
+@pytest.mark.parametrize("case_id", [_param(c) for c in CASES])
+def test_case(results: dict[str, corpus.CaseResult], case_id: str) -> None:
+    result = results[case_id]
+    assert result.ok, f"{case_id} got {result.got}: " + "; ".join(result.problems)
+
+
+def test_the_corpus_is_broad() -> None:
+    """At least 150 cases, each naming the one code it expects, over every kind of input."""
+    assert len(CASES) >= 150
+    kinds = {c.kind for c in CASES}
+    assert kinds == {"payload", "wait_id", "frame", "workflow"}
+    for case in CASES:
+        expected = "wait_not_found" if case.kind == "wait_id" else case.spec.get("expect", "workflow_invalid")
+        assert isinstance(expected, str) and expected, case.id
+        if case.kind == "wait_id":
+            assert case.spec["reason"] in ("malformed", "unknown", "reset"), case.id
+
+
+ALIAS_BOMB_DEFAULT = """\
+id: 0c0c0c0c-0000-4000-8000-0000000000bb
+name: bomb-default
+jobs:
+  - name: main
+    steps:
+      - name: s
+        task:
+          type: wait_for_signal
+          timeout: 5
+          schema:
+            default: {LISTS}
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: the YAML alias guard counts aliases (at most 100), not the expanded size: 45 aliases "
+    "in a wait schema's `default` expand to 9**6 strings, and `workflow run` spends ~90 s writing a "
+    "~30 MB run record instead of refusing the file",
+)
+def test_an_alias_bomb_under_the_alias_limit_is_refused(tmp_path_factory: pytest.TempPathFactory) -> None:
+    levels = ['x0: &x0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    levels += [f"x{i}: &x{i} [" + ",".join([f"*x{i - 1}"] * 9) + "]" for i in range(1, 6)]
+    with kit.scratch(tmp_path_factory.mktemp("bomb")) as base:
+        root = kit.init_repo(base / "repo")
+        text = ALIAS_BOMB_DEFAULT.replace("{LISTS}", "{" + ", ".join(levels) + "}")
+        (root / "workflows" / "workflow-bomb-default.yaml").write_text(text, encoding="utf-8")
+        try:
+            result = kit.cli(root, "workflow", "run", "bomb-default", "--json", timeout=5)
+        except Exception as exc:  # subprocess.TimeoutExpired: still expanding
+            pytest.fail(f"workflow run did not answer within 5 s: {type(exc).__name__}")
+        assert kit.error_code(result) == "workflow_invalid", result.out[:300]
+        assert kit.record_files(root) == []
