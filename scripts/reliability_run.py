@@ -31,7 +31,7 @@ import reliability_kit as kit  # noqa: E402
 PLANS = {
     # name: (kills per target, one-wait storms, forEach storms, races per kind, fresh-repo runs, storage)
     "quick": (4, 2, 1, 1, 1, False),
-    "default": (60, 10, 6, 4, 4, True),
+    "default": (100, 12, 8, 5, 5, True),
     "deep": (200, 30, 15, 12, 10, True),
 }
 

@@ -50,6 +50,13 @@ def test_a_signal_racing_another_command(base: Path, kind: str) -> None:
         clean(kit.trial_race(base, kind, random.Random(seed)))
 
 
+def test_runs_started_at_once_in_a_fresh_repository(base: Path) -> None:
+    """The active-run index is built while the first runs are being recorded: none goes missing."""
+    tally = kit.trial_fresh_runs(base, 4, random.Random(5))
+    clean(tally)
+    assert tally.accepted == 4
+
+
 def test_the_checks_can_fail(base: Path) -> None:
     """The invariant checker flags the damage the trials look for (so a clean tally means something)."""
     root = kit.fresh(base, "checker")

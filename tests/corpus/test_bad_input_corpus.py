@@ -8,6 +8,7 @@ each case is then its own test. Cases marked `bug:` show a known defect and are 
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,3 +86,33 @@ def test_an_alias_bomb_under_the_alias_limit_is_refused(tmp_path_factory: pytest
             pytest.fail(f"workflow run did not answer within 5 s: {type(exc).__name__}")
         assert kit.error_code(result) == "workflow_invalid", result.out[:300]
         assert kit.record_files(root) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a claim timeout of NaN (or Infinity) is taken as given: RunClaim's deadline is "
+    "monotonic() + nan, which is never reached, so a contended request waits forever; the same for "
+    "--claim-timeout nan and SWAMP_CLAIM_TIMEOUT=nan (should be refused, or treated as the default)",
+)
+def test_a_non_finite_claim_timeout_does_not_hang(tmp_path_factory: pytest.TempPathFactory) -> None:
+    import subprocess
+
+    from swamp.store.claim import RunClaim
+    from swamp.store.repo import find_repo
+
+    with kit.scratch(tmp_path_factory.mktemp("nan")) as base:
+        root = kit.fresh(base, "nan")
+        run = kit.start_run(root, kit.one_wait_workflow(root))
+        wait_id = run["waits"][0]["waitId"]
+        request = {"waitId": wait_id, "payload": {"n": 1}, "claimTimeout": -7}
+        line = json.dumps({"type": "workflow.signal", "id": "n", "payload": request}).replace("-7", "NaN")
+        with RunClaim(find_repo(str(root)), run["id"]):  # someone else is busy with the run
+            try:
+                result = kit.cli(root, "--jsonl", input=line.encode() + b"\n", timeout=4)
+            except subprocess.TimeoutExpired:
+                pytest.fail("the request is still waiting for the claim after 4 s")
+        assert (
+            '"type":"error"' in result.out
+            and "claim" in result.out.lower()
+            or "invalid_request" in result.out
+        )
