@@ -165,12 +165,6 @@ def test_log_mode_says_it_plainly_too(base: Path) -> None:
     assert "No space left on device" in result.err and result.out == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a full disk or read-only datastore is reported as internal_error 'unexpected error: "
-    "OSError ... Run again with SWAMP_DEBUG=1 for a traceback' (exit 1), not as a refusal with its own "
-    "code that names the record and says what to do (free space, make .swamp writable, retry)",
-)
 def test_a_failed_write_has_its_own_code_and_next_step(base: Path) -> None:
     root, _, run = _setup(base, "clear")
     result = faulty(

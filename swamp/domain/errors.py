@@ -140,3 +140,10 @@ class ShuttingDown(SwampError):
 
 class ServeError(SwampError):
     code = "serve_error"
+
+
+class StorageError(SwampError):
+    """The datastore could not be written (disk full, read-only, permissions)."""
+
+    code = "storage_error"
+    exit_code = EXIT_FAILED

@@ -1,7 +1,7 @@
 """A fast path for the common part of the schema dialect, so `signal` need not import jsonschema.
 
 It covers the keywords payload and input schemas use most (type, enum, const, properties,
-required, additionalProperties, items, length, size and range bounds, pattern, uniqueItems, and
+required, additionalProperties, items, length, size and range bounds, pattern, and
 annotations). It answers exactly as jsonschema's Draft 2020-12 validator does for those keywords
 (a property test compares the two); for a schema using anything else it answers None and the
 caller uses jsonschema itself.
@@ -40,7 +40,6 @@ CHECKED = frozenset(
         "items",
         "minItems",
         "maxItems",
-        "uniqueItems",
         "minLength",
         "maxLength",
         "minimum",
@@ -83,8 +82,6 @@ def supported(schema: Any) -> bool:
     for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         if key in schema and (isinstance(schema[key], bool) or not isinstance(schema[key], (int, float))):
             return False
-    if "uniqueItems" in schema and not isinstance(schema["uniqueItems"], bool):
-        return False
     if "pattern" in schema:
         if not isinstance(schema["pattern"], str):
             return False
@@ -192,11 +189,6 @@ def _array(value: list[Any], schema: dict[str, Any], path: tuple[Any, ...]) -> l
                 f"{value!r} is expected to be empty" if schema["maxItems"] == 0 else f"{value!r} is too long",
             )
         )
-    if schema.get("uniqueItems"):
-        for i, item in enumerate(value):
-            if any(equal(item, other) for other in value[i + 1 :]):
-                out.append((path, f"{value!r} has non-unique elements"))
-                break
     return out
 
 

@@ -31,16 +31,38 @@ def _pointer(path: Any) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
+DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})  # their values are data, not schemas
+REF_KEYWORDS = ("$ref", "$dynamicRef")
+
+
 def _refs(schema: Any, path: str = "") -> Iterator[tuple[str, str]]:
     if isinstance(schema, dict):
         for key, value in schema.items():
-            if key == "$ref" and isinstance(value, str):
-                yield path + "/$ref", value
-            else:
+            if key in REF_KEYWORDS and isinstance(value, str):
+                yield f"{path}/{key}", value
+            elif key not in DATA_KEYWORDS:
                 yield from _refs(value, f"{path}/{key}")
     elif isinstance(schema, list):
         for i, value in enumerate(schema):
             yield from _refs(value, f"{path}/{i}")
+
+
+def _resolves(schema: Any, ref: str) -> bool:
+    """Whether a local reference ('#', '#/a/b') points at something in `schema`."""
+    if ref in ("#", ""):
+        return True
+    if not ref.startswith("#/"):
+        return True  # an anchor ('#name'): jsonschema resolves those itself
+    node = schema
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
 
 
 def _refuse_retrieval(uri: str) -> Any:
@@ -64,6 +86,11 @@ class InputValidationService:
             f"{where}: only local references ('#/...') are allowed, got '{ref}'"
             for where, ref in _refs(schema)
             if not ref.startswith("#")
+        ]
+        problems += [
+            f"{where}: '{ref}' points at nothing in this schema"
+            for where, ref in _refs(schema)
+            if ref.startswith("#") and not _resolves(schema, ref)
         ]
         try:
             Draft202012Validator.check_schema(schema)

@@ -73,7 +73,7 @@ def new_signal_id() -> str:
 
 
 def check_wait_id(text: str) -> str:
-    if not isinstance(text, str) or not WAIT_ID.match(text):
+    if not isinstance(text, str) or not WAIT_ID.fullmatch(text):
         shown = repr(text)[:80]
         raise WaitNotFound(
             f"{shown} is not a wait ID (they look like wait_ followed by 26 letters a-z and digits 2-7); "

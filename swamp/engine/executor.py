@@ -113,7 +113,8 @@ class WorkflowExecutor:
                 if step.status == "running":
                     step.fail(now, f"interrupted: {why}", reason="interrupted")
             self.run.interrupt(now)
-            self.services.save(self.run)
+            with contextlib.suppress(Exception):  # the first error is the one to report
+                self.services.save(self.run)
 
     def _stop_reason(self) -> str | None:
         return self.services.stop_reason()

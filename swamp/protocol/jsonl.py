@@ -33,7 +33,11 @@ class FrameWriter:
 
     def write(self, frame: dict[str, Any]) -> None:
         """A peer that went away loses its frames; the work behind them goes on."""
-        line = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+        try:
+            line = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate somewhere: escape it rather than lose the frame
+            line = json.dumps(frame, ensure_ascii=True, separators=(",", ":"))
         with self._lock:
             if self.closed:
                 return
@@ -87,8 +91,12 @@ def parse_frame(
     """(id, type, payload) of a request line, or InvalidRequest (with the id when it was readable)."""
     if len(line.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
         raise BadFrame(None, InvalidRequest(f"line {line_number} is longer than {MAX_LINE_BYTES} bytes"))
+    if any("\udc80" <= ch <= "\udcff" for ch in line):  # bytes that were not UTF-8 (surrogateescape)
+        raise BadFrame(None, InvalidRequest(f"line {line_number} is not UTF-8"))
     try:
-        frame = json.loads(line)
+        frame = json.loads(line, object_pairs_hook=_keep_duplicates)
+    except RecursionError:
+        raise BadFrame(None, InvalidRequest(f"line {line_number} is nested too deeply")) from None
     except ValueError as exc:
         raise BadFrame(None, InvalidRequest(f"line {line_number} is not JSON: {exc}")) from None
     if not isinstance(frame, dict):
@@ -96,6 +104,12 @@ def parse_frame(
     request_id = frame.get("id")
     if not isinstance(request_id, str) or not request_id:
         raise BadFrame(None, InvalidRequest(f"line {line_number} has no 'id' (a non-empty string)"))
+    try:
+        request_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadFrame(
+            None, InvalidRequest(f"line {line_number} has an 'id' that is not valid Unicode")
+        ) from None
     if request_id in seen:
         raise BadFrame(
             None, InvalidRequest(f"line {line_number} reuses id '{request_id}'", {"id": request_id})
@@ -113,6 +127,21 @@ def parse_frame(
     if not isinstance(payload, dict):
         raise BadFrame(request_id, InvalidRequest("'payload' must be a JSON object"))
     return request_id, frame["type"], payload
+
+
+class DuplicateKeys(dict[str, Any]):
+    """An object that repeated a key in the frame; a signal payload refuses it (payload_malformed)."""
+
+    duplicates: list[str]
+
+
+def _keep_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) == len(keys):
+        return dict(pairs)
+    marked = DuplicateKeys(pairs)
+    marked.duplicates = sorted({k for k in keys if keys.count(k) > 1})
+    return marked
 
 
 class BadFrame(Exception):

@@ -172,6 +172,11 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
         value = payload["payload"]
 
         def read() -> Any:
+            repeated = _repeated_keys(value)
+            if repeated:
+                from ..domain.waits import PayloadMalformed
+
+                raise PayloadMalformed(f"The payload repeats the key {repeated!r}; every key may appear once")
             try:
                 text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
             except (RecursionError, ValueError) as exc:
@@ -187,6 +192,21 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
         check_only=bool(payload.get("check")),
         claim_timeout=payload.get("claimTimeout"),
     )
+
+
+def _repeated_keys(value: Any, depth: int = 0) -> str | None:
+    """A key repeated inside a JSON-lines frame's value (the frame reader marks such objects)."""
+    if depth > 200:
+        return None
+    duplicates = getattr(value, "duplicates", None)
+    if duplicates:
+        return str(duplicates[0])
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for child in children:
+        found = _repeated_keys(child, depth + 1)
+        if found:
+            return found
+    return None
 
 
 def _workflow_waits(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..domain.errors import ClaimTimeout
+from ..domain.errors import ClaimTimeout, StorageError
 from .repo import RepoLayout
 
 DEFAULT_TIMEOUT = 5.0
@@ -50,22 +51,32 @@ except ImportError:  # pragma: no cover - not POSIX
 def default_timeout() -> float:
     raw = os.environ.get("SWAMP_CLAIM_TIMEOUT")
     try:
-        return float(raw) if raw else DEFAULT_TIMEOUT
+        value = float(raw) if raw else DEFAULT_TIMEOUT
     except ValueError:
         return DEFAULT_TIMEOUT
+    return value if math.isfinite(value) and value >= 0 else DEFAULT_TIMEOUT
 
 
 class RunClaim:
     def __init__(self, layout: RepoLayout, run_id: str, *, timeout: float | None = None, purpose: str = ""):
         self.path: Path = layout.locks_dir / f"{run_id}.lock"
         self.run_id = run_id
-        self.timeout = default_timeout() if timeout is None else timeout
+        chosen = default_timeout() if timeout is None else timeout
+        # NaN or infinity would wait forever: a bound that is not a finite number is the default.
+        self.timeout = chosen if math.isfinite(chosen) and chosen >= 0 else DEFAULT_TIMEOUT
         self.purpose = purpose
         self._handle: Any = None
 
     def acquire(self) -> RunClaim:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+")  # noqa: SIM115 - held open for the life of the claim
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path, "a+")  # noqa: SIM115 - held open for the life of the claim
+        except OSError as exc:
+            raise StorageError(
+                f"Could not open the claim {self.path.name} under .swamp/locks: {exc.strerror or exc}; "
+                "make .swamp writable, then retry",
+                {"runId": self.run_id},
+            ) from None
         deadline = time.monotonic() + self.timeout
         while not _try_lock(handle):
             if time.monotonic() >= deadline:

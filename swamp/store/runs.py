@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable
+from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
 from ..domain.run import WorkflowRun, parse_iso
 from .files import write_atomic, write_replace
 from .repo import RepoLayout
@@ -47,13 +47,22 @@ class RunRepository:
 
     def save(self, run: WorkflowRun) -> None:
         data = json.dumps(run.to_dict(), indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        self._index_waits(run)
-        active = run.status in ACTIVE
-        if active:
-            self._mark_active(run)
-        write_atomic(self.path_for(run.workflowId, run.id), data + b"\n")
-        if not active:
-            self._unmark_active(run.id)
+        path = self.path_for(run.workflowId, run.id)
+        try:
+            self._index_waits(run)
+            active = run.status in ACTIVE
+            if active:
+                self._mark_active(run)
+            write_atomic(path, data + b"\n")
+            if not active:
+                self._unmark_active(run.id)
+        except OSError as exc:
+            shown = path.relative_to(self.layout.root)
+            raise StorageError(
+                f"Could not save run record {shown}: {exc.strerror or exc}. The record on disk is the last "
+                "one saved; free disk space or make .swamp writable, then retry",
+                {"path": str(shown), "errno": exc.errno},
+            ) from None
 
     # -- the active-run index: index/active/<runId>.json for every run not yet finished ----------
     # Hot paths (waits, approvals, resume, supersede) read this instead of every record, so their
@@ -196,9 +205,12 @@ class RunRepository:
     def append_audit(self, run: WorkflowRun, entry: dict[str, object]) -> None:
         """Signal attempts, outside the record so a refusal leaves the record byte-identical."""
         path = self.audit_path(run)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        except OSError:
+            pass  # the trail is best effort: a failure to note an attempt must not hide its answer
 
     def read_audit(self, run: WorkflowRun) -> list[dict[str, object]]:
         path = self.audit_path(run)

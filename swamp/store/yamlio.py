@@ -6,30 +6,65 @@ from typing import Any
 
 import yaml
 
-try:
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - PyYAML without libyaml
-    _Loader = yaml.SafeLoader
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 MAX_ALIASES = 100
+MAX_NODES = 200_000  # after aliases are expanded: a workflow file is far smaller
 
 
 class YamlError(ValueError):
     pass
 
 
+class _StrictLoader(_Base):  # type: ignore[misc,valid-type]
+    """Safe loading that refuses a mapping repeating a key (the last one would silently win)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            self.flatten_mapping(node)  # resolve `<<` merge keys first, as the base loader does
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                repeated = key in seen
+            except TypeError:
+                continue  # an unhashable key: the base constructor reports it
+            if repeated:
+                mark = key_node.start_mark
+                raise YamlError(f"line {mark.line + 1}: the key {key!r} appears twice in one mapping")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def load_yaml(text: str) -> Any:
-    if text.count("*") and _alias_count(text) > MAX_ALIASES:
+    aliases = _alias_count(text) if "*" in text else 0
+    if aliases > MAX_ALIASES:
         raise YamlError(f"too many YAML aliases (more than {MAX_ALIASES}); expand them in the file")
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+        value = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise YamlError(str(exc).replace("\n", " ")) from None
+    if aliases and _expanded_size(value, {}) > MAX_NODES:
+        raise YamlError(f"the YAML aliases expand to more than {MAX_NODES} values; expand them in the file")
+    return value
+
+
+def _expanded_size(value: Any, memo: dict[int, int]) -> int:
+    """How many values the document holds once every alias is written out (a shared node counts
+    each time it is used, but is measured once)."""
+    if not isinstance(value, (dict, list)):
+        return 1
+    key = id(value)
+    if key not in memo:
+        memo[key] = 0  # a recursive alias adds nothing more
+        children = value.values() if isinstance(value, dict) else value
+        memo[key] = 1 + sum(_expanded_size(child, memo) for child in children)
+    return memo[key]
 
 
 def _alias_count(text: str) -> int:
     try:
-        return sum(1 for event in yaml.parse(text, Loader=_Loader) if isinstance(event, yaml.AliasEvent))
+        return sum(1 for event in yaml.parse(text, Loader=_Base) if isinstance(event, yaml.AliasEvent))
     except yaml.YAMLError:
         return 0
 

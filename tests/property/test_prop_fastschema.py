@@ -66,7 +66,7 @@ def resolves(pointer: str, document: Any) -> bool:
 @given(schema_and_value(fast=True))
 def test_fast_path_agrees_with_jsonschema(pair: tuple[Any, Any]) -> None:
     schema, value = pair
-    assert fastschema.supported(schema), schema
+    assume(fastschema.supported(schema))  # uniqueItems, for one, is left to jsonschema
     assume(not known_disagreement(schema, value))
     reference = Draft202012Validator(schema).is_valid(value)
     found = fastschema.problems(value, schema)
@@ -106,15 +106,16 @@ def test_validation_service_agrees_with_jsonschema(pair: tuple[Any, Any]) -> Non
     ],
 )
 def test_edge_cases_agree(schema: Any, value: Any) -> None:
-    assert fastschema.supported(schema)
-    assert (not fastschema.problems(value, schema)) == Draft202012Validator(schema).is_valid(value)
+    reference = Draft202012Validator(schema).is_valid(value)
+    if fastschema.supported(schema):
+        assert (not fastschema.problems(value, schema)) == reference
+    assert (not InputValidationService().problems(value, schema)) == reference
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: fastschema's uniqueItems compares items pairwise with JSON equality, jsonschema sorts "
-    "with Python equality (true == 1) and compares neighbours only, so [[1],[true],[1]] splits them",
-)
 def test_unique_items_with_nested_booleans() -> None:
+    """uniqueItems is left to jsonschema (its equality differs from JSON equality for nested booleans)."""
     schema, value = {"uniqueItems": True}, [[1], [True], [1]]
-    assert (not fastschema.problems(value, schema)) == Draft202012Validator(schema).is_valid(value)
+    assert not fastschema.supported(schema)
+    assert (not InputValidationService().problems(value, schema)) == Draft202012Validator(schema).is_valid(
+        value
+    )
