@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -142,9 +143,16 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter("must be a finite number of seconds")
+    return value
+
+
 def claim_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--claim-timeout",
+        callback=_finite,
         type=click.FloatRange(min=0),
         metavar="SECONDS",
         help="How long to wait for the run's claim when another command holds it (default 5).",

@@ -7,6 +7,7 @@ same document that `--json` prints for the matching command.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -368,6 +369,8 @@ def check_payload(request_type: RequestType, payload: Any) -> dict[str, Any]:
         value = payload[name]
         kinds = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
         wrong_bool = isinstance(value, bool) and bool not in kinds
+        if isinstance(value, float) and not math.isfinite(value) and spec.kind is not ANY_JSON:
+            raise InvalidRequest(f"'{name}' in the payload of '{request_type.name}' must be a finite number")
         if wrong_bool or not isinstance(value, kinds):
             wanted = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
             raise InvalidRequest(

@@ -82,12 +82,6 @@ def test_an_alias_bomb_under_the_alias_limit_is_refused(tmp_path_factory: pytest
         assert kit.record_files(root) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a claim timeout of NaN (or Infinity) is taken as given: RunClaim's deadline is "
-    "monotonic() + nan, which is never reached, so a contended request waits forever; the same for "
-    "--claim-timeout nan and SWAMP_CLAIM_TIMEOUT=nan (should be refused, or treated as the default)",
-)
 def test_a_non_finite_claim_timeout_does_not_hang(tmp_path_factory: pytest.TempPathFactory) -> None:
     import subprocess
 
