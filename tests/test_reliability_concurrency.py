@@ -8,6 +8,7 @@ live in scripts/reliability_kit.py, which scripts/reliability runs by the hundre
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from collections.abc import Iterator
@@ -65,8 +66,10 @@ def test_the_checks_can_fail(base: Path) -> None:
     data = path.read_text(encoding="utf-8")
     doc = kit.the_run(root, run["id"])
     assert kit.violations(doc) == []
-    settled_but_waiting = data.replace('"kind": "signal"', '"kind": "signal", "outcome": "received"', 1)
-    path.write_text(settled_but_waiting, encoding="utf-8")
+    record = json.loads(data)
+    waiting = next(s for j in record["jobs"] for s in j["steps"] if s.get("wait"))
+    waiting["wait"]["outcome"] = "received"  # settled, yet the step still says waiting
+    path.write_text(json.dumps(record), encoding="utf-8")
     assert kit.violations(kit.the_run(root, run["id"]))
     path.write_text(data[: len(data) // 2], encoding="utf-8")
     tally = kit.Tally()

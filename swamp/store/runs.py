@@ -46,7 +46,8 @@ class RunRepository:
         return str(self.path_for(run.workflowId, run.id).relative_to(self.layout.root))
 
     def save(self, run: WorkflowRun) -> None:
-        data = json.dumps(run.to_dict(), indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        # Compact: json's C encoder only runs without indent (history get shows a record readably).
+        data = json.dumps(run.to_dict(), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
         path = self.path_for(run.workflowId, run.id)
         try:
             self._index_waits(run)
