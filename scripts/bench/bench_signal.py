@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from _common import SWAMP, env, make_repo, median_ms, remove, timed
+from bench_all import import_profile
 
 WORKFLOW = """\
 id: 00000000-0000-4000-8000-00000000000c
@@ -42,38 +43,6 @@ def open_wait(root, k: int) -> str:
         check=True,
     )
     return json.loads(done.stdout)["waits"][0]["waitId"]
-
-
-def import_profile(root, wait_id: str) -> list[dict[str, object]]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-X",
-            "importtime",
-            SWAMP,
-            "workflow",
-            "signal",
-            wait_id,
-            "--payload",
-            '{"verdict":"ship"}',
-            "--check",
-        ],
-        cwd=root,
-        capture_output=True,
-        env=env(),
-    )
-    rows = []
-    for line in done.stderr.decode().splitlines():
-        if not line.startswith("import time:") or "|" not in line:
-            continue
-        _, cumulative, name = line.split("|")
-        if not name.startswith(" ") or name.startswith("  "):
-            continue  # top-level imports only
-        try:
-            rows.append({"module": name.strip(), "cumulativeMs": round(int(cumulative) / 1000, 1)})
-        except ValueError:
-            continue
-    return sorted(rows, key=lambda r: -float(r["cumulativeMs"]))[:12]
 
 
 def main() -> None:

@@ -57,7 +57,7 @@ def resume(
             merged = app.validation.prepare_inputs(merged, workflow.inputs)
         expired: list[tuple[str, Any]] = []
         if from_step:
-            prepare_retry(run, workflow_ref, from_step, workflow)
+            prepare_retry(run, from_step, workflow)
         else:
             expired = prepare_continue(app, run)
         run.resume(now, sorted((inputs or {}).keys()))
@@ -77,7 +77,7 @@ def resume(
     return run_document(app, run)
 
 
-def prepare_retry(run: WorkflowRun, workflow_ref: str, from_step: str, workflow: Any) -> None:
+def prepare_retry(run: WorkflowRun, from_step: str, workflow: Any) -> None:
     if run.status != "failed":
         raise RunNotSuspended(
             f"--from retries a failed run; run {run.id} is {run.status}",

@@ -159,6 +159,30 @@ def claim_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
+def input_options(value_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--input (repeatable) and --input-file, as run and resume take them."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        func = click.option(
+            "--input-file", type=click.Path(dir_okay=False), help="A YAML or JSON file of inputs."
+        )(func)
+        return click.option("--input", "-i", "inputs", multiple=True, metavar="K=V", help=value_help)(func)
+
+    return decorate
+
+
+def read_inputs(ctx: click.Context, inputs: tuple[str, ...], input_file: str | None, as_json: bool) -> Any:
+    """The inputs the options describe; bad syntax is printed as a usage error and ends the command."""
+    from ..domain.errors import UsageError
+    from .inputs import parse_inputs
+
+    try:
+        return parse_inputs(inputs, input_file)
+    except UsageError as exc:
+        print_error(exc, _as_json(ctx, as_json))
+        ctx.exit(exc.exit_code)
+
+
 def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in payload.items() if v is not None}
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..domain.errors import UsageError
 from .common import (
-    _as_json,
     _drop_none,
     _run_exit,
     call,
     claim_option,
     click,
+    input_options,
     output_options,
+    read_inputs,
 )
-from .output import out, print_error, style
+from .output import out, style
 
 
 def _decision_command(approved: bool) -> Callable[..., Any]:
@@ -130,15 +130,7 @@ def workflow_approvals(
 @click.argument("workflow_name", metavar="WORKFLOW")
 @click.option("--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several could be meant.")
 @click.option("--from", "from_step", metavar="STEP", help="Retry a failed run from STEP (and all after it).")
-@click.option(
-    "--input",
-    "-i",
-    "inputs",
-    multiple=True,
-    metavar="K=V",
-    help="Override an input for the rest of the run (only its name is recorded).",
-)
-@click.option("--input-file", type=click.Path(dir_okay=False), help="A YAML or JSON file of inputs.")
+@input_options("Override an input for the rest of the run (only its name is recorded).")
 @claim_option
 @output_options
 @click.pass_context
@@ -161,14 +153,9 @@ def workflow_resume(
       swamp workflow resume release --run 3f2a
       swamp workflow resume release --from deploy
     """
-    from .inputs import parse_inputs
     from .render import RunProgress, run_outcome
 
-    try:
-        values = parse_inputs(inputs, input_file)
-    except UsageError as exc:
-        print_error(exc, _as_json(ctx, as_json))
-        ctx.exit(exc.exit_code)
+    values = read_inputs(ctx, inputs, input_file, as_json)
     payload = _drop_none(
         {"workflow": workflow_name, "run": run_id, "from": from_step, "claimTimeout": claim_timeout}
     )

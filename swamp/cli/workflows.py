@@ -4,28 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain.errors import EXIT_FAILED, UsageError
+from ..domain.errors import EXIT_FAILED
 from .common import (
-    _as_json,
     _run_exit,
     call,
     click,
+    input_options,
     output_options,
+    read_inputs,
 )
-from .output import out, print_error, style
+from .output import out, style
 
 
 @click.command("run")
 @click.argument("name")
-@click.option(
-    "--input",
-    "-i",
-    "inputs",
-    multiple=True,
-    metavar="K=V",
-    help="An input value (repeatable): key=value, a.b=value, key:json=<json>.",
-)
-@click.option("--input-file", type=click.Path(dir_okay=False), help="A YAML or JSON file of inputs.")
+@input_options("An input value (repeatable): key=value, a.b=value, key:json=<json>.")
 @output_options
 @click.pass_context
 def workflow_run(
@@ -44,14 +37,9 @@ def workflow_run(
       swamp workflow run deploy --input env=prod --input replicas=3
       swamp workflow run deploy --input regions:json='["eu","us"]' --json
     """
-    from .inputs import parse_inputs
     from .render import RunProgress, run_outcome
 
-    try:
-        values = parse_inputs(inputs, input_file)
-    except UsageError as exc:
-        print_error(exc, _as_json(ctx, as_json))
-        ctx.exit(exc.exit_code)
+    values = read_inputs(ctx, inputs, input_file, as_json)
     call(
         ctx,
         "workflow.run",
