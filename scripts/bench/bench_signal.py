@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from _common import SWAMP, env, make_repo, median_ms, remove, timed
-from bench_all import import_profile
+from bench_all import fresh_bytecode, import_profile
 
 WORKFLOW = """\
 id: 00000000-0000-4000-8000-00000000000c
@@ -49,6 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
+    fresh_bytecode()
     root = make_repo({"workflows/workflow-waiter.yaml": WORKFLOW})
     try:
         waits = [open_wait(root, k) for k in range(args.repeats + 1)]
