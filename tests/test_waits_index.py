@@ -140,3 +140,24 @@ def test_cli_signal_mends_a_deleted_pointer(repo):
     code, _, _, done = repo.swamp("workflow", "signal", wait_id, "--payload", '"x"', "--json", env=env())
     assert code == 0 and done["runId"] == doc["id"]
     assert _points_at(repo, wait_id, doc)
+
+
+def test_a_signal_leaves_the_next_deadline_as_a_lower_bound_until_a_check_makes_it_exact(repo, monkeypatch):
+    """The active-run entry is not rewritten when a signal only moves the run's next deadline later
+    (one index write less per signal); serve's deadline check writes it exactly."""
+    from swamp.app.context import App
+
+    at(monkeypatch)
+    wait_workflow(repo, "idx-bound", wait_step("soon", 600), wait_step("later", 1200))
+    doc = repo.run("idx-bound")
+    waits = {w["stepName"]: w for w in doc["waits"]}
+    entry = repo.root / ".swamp" / "index" / "active" / f"{doc['id']}.json"
+    before = json.loads(entry.read_text())
+    assert before["status"] == "suspended" and before["nextDeadline"] == waits["soon"]["deadline"]
+    signal(repo, waits["soon"]["waitId"], "x")
+    assert json.loads(entry.read_text()) == before
+    app = App.open(str(repo.root))
+    app.runs.refresh_active_entry(app.runs.load(doc["workflowId"], doc["id"]))
+    assert json.loads(entry.read_text()) == {**before, "nextDeadline": waits["later"]["deadline"]}
+    signal(repo, waits["later"]["waitId"], "y")
+    assert json.loads(entry.read_text())["nextDeadline"] == waits["later"]["deadline"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -18,6 +19,10 @@ if TYPE_CHECKING:
     from ..store.workflows import WorkflowRepository
 
 
+_SHARED: dict[tuple[str | None, str | None, str], App] = {}
+_SHARED_LOCK = threading.Lock()
+
+
 @dataclass
 class App:
     layout: RepoLayout
@@ -26,6 +31,20 @@ class App:
     @classmethod
     def open(cls, repo_dir: str | None = None) -> App:
         return cls(find_repo(repo_dir))
+
+    @classmethod
+    def shared(cls, repo_dir: str | None = None) -> App:
+        """One App per repository for a long-lived process (`--jsonl`, `serve`): finding the
+        repository and building its services is then paid once, not per request. Everything an App
+        holds is either immutable or re-read under the run claim, so requests can share it."""
+        key = (repo_dir, os.environ.get("SWAMP_REPO_DIR"), os.getcwd())
+        with _SHARED_LOCK:
+            app = _SHARED.get(key)
+        if app is None or not app.layout.marker.is_file():
+            app = cls.open(repo_dir)
+            with _SHARED_LOCK:
+                _SHARED[key] = app
+        return app
 
     @cached_property
     def workflows(self) -> WorkflowRepository:

@@ -7,11 +7,12 @@ appended to the run's audit trail (beside the record, so a refusal leaves the re
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from ..domain.errors import SwampError
+from ..domain.errors import RunNotFound, SwampError
 from ..domain.run import WorkflowRun, iso
 from ..domain.waits import SignalWait, WaitNotFound, check_wait_id, example_value
 from ..store.claim import RunClaim
@@ -22,11 +23,50 @@ def _locate(app: App, wait_id: str) -> WorkflowRun:
     check_wait_id(wait_id)
     run = app.runs.find_wait(wait_id)
     if run is None:
-        raise WaitNotFound(
-            f"No wait {wait_id}; list open waits with: swamp workflow waits",
-            {"waitId": wait_id, "reason": "unknown"},
-        )
+        raise _unknown(wait_id)
     return run
+
+
+def _unknown(wait_id: str) -> WaitNotFound:
+    return WaitNotFound(
+        f"No wait {wait_id}; list open waits with: swamp workflow waits",
+        {"waitId": wait_id, "reason": "unknown"},
+    )
+
+
+def _refuse_if_running(run: WorkflowRun) -> None:
+    """A run still finishing sibling steps (or interrupted mid-step) is not yet suspended."""
+    if run.status == "running":
+        run.ensure_suspended()
+
+
+def _claim_run_of(app: App, wait_id: str, timeout: float | None) -> tuple[RunClaim, WorkflowRun]:
+    """The claim of the run holding the wait, and that run read under it: one read of the record
+    when the claim is free. A busy claim is waited for only when the run is not running."""
+    check_wait_id(wait_id)
+    home = app.runs.wait_home(wait_id)
+    for _ in range(2):  # a second time after mending a stale wait index entry
+        if home is None:
+            break
+        workflow_id, run_id = home
+        claim = RunClaim(app.layout, run_id, timeout=timeout, purpose="signal")
+        try:
+            if not claim.try_acquire():
+                with contextlib.suppress(RunNotFound):
+                    _refuse_if_running(app.runs.load(workflow_id, run_id))
+                claim.acquire()
+            run = app.runs.load(workflow_id, run_id)
+            if run.holds_wait(wait_id):
+                return claim, run
+        except RunNotFound:
+            pass
+        except BaseException:
+            claim.release()
+            raise
+        claim.release()
+        found = app.runs.find_wait(wait_id)
+        home = (found.workflowId, found.id) if found is not None else None
+    raise _unknown(wait_id)
 
 
 def signal(
@@ -37,18 +77,23 @@ def signal(
     check_only: bool = False,
     claim_timeout: float | None = None,
 ) -> dict[str, Any]:
-    found = _locate(app, wait_id)
     user = app.user
-    if found.status == "running":  # still finishing sibling steps (or interrupted): not yet suspended
-        found.ensure_suspended()
     if check_only:
-        run = app.runs.load(found.workflowId, found.id)
-        job, step, payload, _ = run.signal(
+        found = _locate(app, wait_id)
+        _refuse_if_running(found)
+        job, step, payload, _ = found.signal(
             app.clock.now(), wait_id, read_payload, user, app.validation.problems, record=False
         )
-        return {"valid": True, "waitId": wait_id, "runId": run.id, "jobName": job.name, "stepName": step.name}
-    with RunClaim(app.layout, found.id, timeout=claim_timeout, purpose="signal"):
-        run = app.runs.load(found.workflowId, found.id)
+        return {
+            "valid": True,
+            "waitId": wait_id,
+            "runId": found.id,
+            "jobName": job.name,
+            "stepName": step.name,
+        }
+    claim, run = _claim_run_of(app, wait_id, claim_timeout)
+    with claim:
+        _refuse_if_running(run)
         now = app.clock.now()
         try:
             job, step, payload, receipt = run.signal(

@@ -106,17 +106,27 @@ def read_record(cls: type[R], data: Any, path: str) -> R:
 
 def write_record(record: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for field in dataclasses.fields(record):
-        value = getattr(record, field.name)
+    for name in _field_names(type(record)):
+        value = getattr(record, name)
         if value is None:
             continue
-        out[field.name] = _plain(value)
+        out[name] = _plain(value)
     return out
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return write_record(value)
     if isinstance(value, list):
         return [_plain(v) for v in value]
+    if hasattr(type(value), "__dataclass_fields__"):
+        return write_record(value)
     return value

@@ -639,6 +639,12 @@ class WorkflowRun:
             if s.status == "waiting" and s.wait is not None and not s.wait.is_expired(now)
         ]
 
+    def holds_wait(self, wait_id: str) -> bool:
+        """Whether the wait is (or was, before a retry retired it) one of this run's."""
+        return wait_id in self.retiredWaitIds or any(
+            s.wait is not None and s.wait.waitId == wait_id for _, s in self.steps()
+        )
+
     def unsettled_waits(self) -> list[tuple[JobRun, StepRun]]:
         return [(j, s) for j, s in self.steps() if s.status == "waiting" and s.wait is not None]
 

@@ -37,7 +37,7 @@ class RequestType:
 def _app(payload: dict[str, Any]) -> Any:
     from ..app.context import App
 
-    return App.open(payload.get("repoDir"))
+    return App.shared(payload.get("repoDir"))
 
 
 def _repo_init(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:

@@ -268,18 +268,23 @@ class Server:
                 if run.status != "suspended":
                     continue
                 due = [s for _, s in run.unsettled_waits() if s.wait is not None and s.wait.is_expired(now)]
-                if not due:
-                    continue
                 claim = RunClaim(app.layout, run.id, purpose="serve deadlines")
                 if not claim.try_acquire():
                     continue
+                expired = []
                 try:
                     fresh = app.runs.load(run.workflowId, run.id)
-                    allow = {s.name: s.allowFailure for j in workflow_of(fresh).jobs for s in j.steps}
-                    expired = fresh.expire_waits(app.clock.now(), allow)
+                    if due:
+                        allow = {s.name: s.allowFailure for j in workflow_of(fresh).jobs for s in j.steps}
+                        expired = fresh.expire_waits(app.clock.now(), allow)
                     if expired:
                         app.runs.save(fresh)
                         self.log(f"run {fresh.id}: {len(expired)} wait(s) failed with wait_timeout")
+                    # The entry's next deadline is a lower bound that signals leave behind: make it
+                    # exact so this run is not loaded again on every tick.
+                    app.runs.refresh_active_entry(fresh)
+                except SwampError as exc:
+                    self.log(f"deadline check of run {run.id}: {exc.message}")
                 finally:
                     claim.release()
                 if expired and self.options.auto_continue:

@@ -69,8 +69,7 @@ class RunClaim:
 
     def acquire(self) -> RunClaim:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(self.path, "a+")  # noqa: SIM115 - held open for the life of the claim
+            handle = self._open()
         except OSError as exc:
             raise StorageError(
                 f"Could not open the claim {self.path.name} under .swamp/locks: {exc.strerror or exc}; "
@@ -97,13 +96,19 @@ class RunClaim:
 
     def try_acquire(self) -> bool:
         """Take the claim only if it is free right now."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+")  # noqa: SIM115
+        handle = self._open()
         if not _try_lock(handle):
             handle.close()
             return False
         self._handle = handle
         return True
+
+    def _open(self) -> Any:
+        try:
+            return open(self.path, "a+")  # noqa: SIM115 - held open for the life of the claim
+        except FileNotFoundError:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return open(self.path, "a+")  # noqa: SIM115
 
     def release(self) -> None:
         if self._handle is not None:

@@ -11,8 +11,7 @@ from pathlib import Path
 def write_replace(path: Path, data: bytes) -> None:
     """Write to a temp file and rename it over `path`: never torn, but not forced to disk. For
     files that can be rebuilt (indexes)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -25,8 +24,7 @@ def write_replace(path: Path, data: bytes) -> None:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temp file, fsync, rename over `path`, fsync the directory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_beside(path)
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes 0600; records are as readable as the rest of the repo
         with os.fdopen(fd, "wb") as handle:
@@ -43,3 +41,26 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """A new temp file in the folder of `path`, creating the folder only when it is missing (a
+    mkdir per write is a system call the hot paths do not need)."""
+    try:
+        return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+
+
+def append_line(path: Path, line: str | None) -> None:
+    """Append one line (not fsynced; None creates the file), creating the folder only when it is
+    missing."""
+    try:
+        handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a", encoding="utf-8")  # noqa: SIM115
+    with handle:
+        if line is not None:
+            handle.write(line + "\n")

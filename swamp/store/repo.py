@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ..domain.errors import RepoNotFound, SwampError
@@ -31,15 +32,15 @@ class RepoLayout:
     def extensions_dir(self) -> Path:
         return self.root / "extensions" / "models"
 
-    @property
+    @cached_property
     def datastore(self) -> Path:
         return self.root / ".swamp"
 
-    @property
+    @cached_property
     def runs_dir(self) -> Path:
         return self.datastore / "workflow-runs"
 
-    @property
+    @cached_property
     def locks_dir(self) -> Path:
         return self.datastore / "locks"
 

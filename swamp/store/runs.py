@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from typing import Any
 
 from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
 from ..domain.run import WorkflowRun, parse_iso
-from .files import write_atomic, write_replace
+from .files import append_line, write_atomic, write_replace
 from .repo import RepoLayout
 
 ACTIVE = frozenset({"pending", "running", "suspended"})
@@ -32,6 +33,20 @@ def active_entry(run: WorkflowRun) -> dict[str, Any]:
         "inputsSha256": inputs_digest(run.inputs),
         "nextDeadline": min(deadlines, key=parse_iso) if deadlines else None,
     }
+
+
+def _covers(written: dict[str, Any], entry: dict[str, Any], exact: bool) -> bool:
+    if exact or set(written) != ENTRY_KEYS:
+        return written == entry
+    if any(written[key] != entry[key] for key in ENTRY_KEYS if key != "nextDeadline"):
+        return False
+    before, now = written["nextDeadline"], entry["nextDeadline"]
+    if now is None or before == now:
+        return True
+    try:
+        return before is not None and parse_iso(before) <= parse_iso(now)
+    except (TypeError, ValueError):
+        return False
 
 
 class RunRepository:
@@ -80,20 +95,31 @@ class RunRepository:
     def _built_stamp(self) -> Path:
         return self.layout.datastore / "index" / "active.built"
 
-    def _mark_active(self, run: WorkflowRun) -> None:
+    def _mark_active(self, run: WorkflowRun, *, exact: bool = False) -> None:
+        """Write the run's entry unless the one there still holds. `nextDeadline` is a lower bound
+        (no unsettled wait of the run ends before it), so settling a wait, which only moves it
+        later, costs no index write on the signal path; `exact` writes it as it is now."""
         entry = active_entry(run)
-        if self._active_written.get(run.id) == entry:
+        written = self._active_written.get(run.id)
+        if written is not None and _covers(written, entry, exact):
             return
         path = self._active_dir / f"{run.id}.json"
         try:
-            if json.loads(path.read_text(encoding="utf-8")) == entry:
-                self._active_written[run.id] = entry
+            current = json.loads(path.read_bytes())
+            if isinstance(current, dict) and _covers(current, entry, exact):
+                self._active_written[run.id] = current
                 return
         except (OSError, ValueError):
             pass
         # Not fsynced: the index is rebuilt from the records whenever an entry is unreadable.
         write_replace(path, json.dumps(entry).encode("utf-8"))
         self._active_written[run.id] = entry
+
+    def refresh_active_entry(self, run: WorkflowRun) -> None:
+        """Bring an active run's entry up to date (its exact next deadline); under the run's claim."""
+        if run.status in ACTIVE:
+            with contextlib.suppress(OSError):  # a stale lower bound costs a check, never a miss
+                self._mark_active(run, exact=True)
 
     def _unmark_active(self, run_id: str) -> None:
         self._active_written.pop(run_id, None)
@@ -119,7 +145,8 @@ class RunRepository:
 
     def active_entries(self, workflow_id: str | None = None) -> list[dict[str, Any]]:
         """The index entries of runs not yet finished: runId, workflowId, workflowName, status,
-        inputsSha256, nextDeadline (the earliest deadline of an unsettled wait). No record is read."""
+        inputsSha256, nextDeadline (no unsettled wait ends before it; None when none is open). No
+        record is read."""
         if not self._built_stamp.exists():
             self.rebuild_active_index()
         entries = []
@@ -170,12 +197,29 @@ class RunRepository:
         return self.layout.datastore / "waits" / f"{wait_id}.json"
 
     def _index_waits(self, run: WorkflowRun) -> None:
+        opened = False
         for _, step in run.steps():
             if step.wait is not None and step.status == "waiting":
                 pointer = self._wait_pointer(step.wait.waitId)
                 if not pointer.exists():
                     body = {"workflowId": run.workflowId, "runId": run.id}
                     write_atomic(pointer, json.dumps(body).encode("utf-8"))
+                    opened = True
+        if opened:
+            # The audit trail is created with the first wait, so that a signal only appends to it:
+            # creating a file is the one costly step a signal could otherwise add beside its save.
+            with contextlib.suppress(OSError):  # best effort, as the trail itself
+                append_line(self.audit_path(run), None)
+
+    def wait_home(self, wait_id: str) -> tuple[str, str] | None:
+        """(workflowId, runId) of the run the wait index names for `wait_id`, without reading the
+        record; falls back to find_wait when the entry is missing or unreadable."""
+        try:
+            target = json.loads(self._wait_pointer(wait_id).read_bytes())
+            return str(target["workflowId"]), str(target["runId"])
+        except (OSError, ValueError, KeyError, TypeError):
+            found = self.find_wait(wait_id)
+            return (found.workflowId, found.id) if found is not None else None
 
     def find_wait(self, wait_id: str) -> WorkflowRun | None:
         """The run holding wait `wait_id` (a well-formed ID), or None."""
@@ -183,9 +227,7 @@ class RunRepository:
         try:
             target = json.loads(pointer.read_text(encoding="utf-8"))
             run = self.load(str(target["workflowId"]), str(target["runId"]))
-            if any(s.wait is not None and s.wait.waitId == wait_id for _, s in run.steps()):
-                return run
-            if wait_id in run.retiredWaitIds:
+            if run.holds_wait(wait_id):
                 return run
         except (OSError, ValueError, KeyError, TypeError, RunNotFound, RunUnreadable):
             pass
@@ -193,9 +235,7 @@ class RunRepository:
             if wait_id.encode() not in path.read_bytes():
                 continue
             run = self.load_path(path)
-            if wait_id in run.retiredWaitIds or any(
-                s.wait is not None and s.wait.waitId == wait_id for _, s in run.steps()
-            ):
+            if run.holds_wait(wait_id):
                 write_atomic(pointer, json.dumps({"workflowId": run.workflowId, "runId": run.id}).encode())
                 return run
         return None
@@ -205,13 +245,9 @@ class RunRepository:
 
     def append_audit(self, run: WorkflowRun, entry: dict[str, object]) -> None:
         """Signal attempts, outside the record so a refusal leaves the record byte-identical."""
-        path = self.audit_path(run)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
-        except OSError:
-            pass  # the trail is best effort: a failure to note an attempt must not hide its answer
+        # Best effort: a failure to note an attempt must not hide its answer.
+        with contextlib.suppress(OSError):
+            append_line(self.audit_path(run), json.dumps(entry, ensure_ascii=False))
 
     def read_audit(self, run: WorkflowRun) -> list[dict[str, object]]:
         path = self.audit_path(run)
@@ -240,7 +276,10 @@ class RunRepository:
                 f"Run record {shown} is not valid JSON ({exc}); it is left as it is",
                 {"path": shown},
             ) from None
-        return WorkflowRun.from_dict(data, shown)
+        run = WorkflowRun.from_dict(data, shown)
+        # Another process may have changed the run's index entry since this one last wrote it.
+        self._active_written.pop(run.id, None)
+        return run
 
     def load(self, workflow_id: str, run_id: str) -> WorkflowRun:
         return self.load_path(self.path_for(workflow_id, run_id))
