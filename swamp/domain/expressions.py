@@ -4,6 +4,10 @@ An expression's value keeps its type when the expression is the whole string; an
 embedded in text is stringified the way the original swamp does (null as empty, objects as
 2-space JSON, booleans as true/false). Payloads and other data are never scanned: only fields of
 a workflow definition go through `render`.
+
+A plain path (`steps.review.outputs.payload`, `self.item["a b"][0]`) is read in Python and gives
+the stored value exactly (EXPR-015); every other expression goes to CEL, which sees the data
+through `cel_view`: integers beyond 64 bits as doubles, U+0000 as U+FFFD (EXPR-016).
 """
 
 from __future__ import annotations
@@ -14,12 +18,31 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from itertools import islice
+from typing import Any, Final
 
 from .errors import ExpressionError
 
 EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}", re.S)
 CONTEXT_NAMES = ("inputs", "self", "run", "env", "steps")
+
+# A plain path: a context name, then `.ident`, `[index]` or `["key"]` / `['key']` (no escapes).
+_WS = r"[ \t\n\r\f]*"
+_IDENT = r"([A-Za-z_][A-Za-z0-9_]*)"
+_INDEX = r"(0|[1-9][0-9]{0,17})"  # fits an int64 literal
+_KEY = r""""([^"\\\r\n]*)"|'([^'\\\r\n]*)'"""
+_PATH_ROOT = re.compile(_WS + _IDENT)
+_PATH_SELECTOR = re.compile(f"{_WS}(?:\\.{_WS}{_IDENT}|\\[{_WS}(?:{_INDEX}|{_KEY}){_WS}\\])")
+_PATH_END = re.compile(_WS + r"\Z")
+# CEL's reserved words: a path naming one is left to CEL (some are syntax errors there).
+_RESERVED: Final = frozenset(
+    ("as", "break", "const", "continue", "else", "false", "for", "function", "if", "import", "in")
+    + ("let", "loop", "package", "namespace", "null", "return", "true", "var", "void", "while")
+)
+# The context names an expression mentions: only those are shown to CEL through `cel_view`.
+_MENTION = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(CONTEXT_NAMES) + r")(?![A-Za-z0-9_])")
+_MISSING: Final[Any] = object()
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # CEL's int and uint together
 
 
 def expressions_in(text: str) -> list[str]:
@@ -93,24 +116,130 @@ def ensure_json(value: Any) -> Any:
     return value
 
 
+def cel_view(value: Any) -> Any:
+    """`value` as CEL is shown it: an integer outside [-2**63, 2**64-1] becomes a double (as
+    JavaScript reads every JSON number; beyond the double range, +/-inf), and U+0000 in a string
+    or key becomes U+FFFD (CEL's adapter would cut the string there). The very same object comes
+    back when nothing needs changing. Two keys that differ only in U+0000 / U+FFFD become one."""
+    kind = type(value)
+    if kind is str:
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if kind is int:
+        return value if _INT_MIN <= value <= _INT_MAX else _as_double(value)
+    if isinstance(value, dict):
+        for index, (key, item) in enumerate(value.items()):
+            new_key, new_item = cel_view(key), cel_view(item)
+            if new_key is not key or new_item is not item:
+                copied = dict(islice(value.items(), index))
+                copied[new_key] = new_item
+                for rest_key, rest_item in islice(value.items(), index + 1, None):
+                    copied[cel_view(rest_key)] = cel_view(rest_item)
+                return copied
+        return value
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            new_item = cel_view(item)
+            if new_item is not item:
+                return [*value[:index], new_item, *(cel_view(v) for v in value[index + 1 :])]
+        return value
+    return value
+
+
+def _as_double(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+PlainPath = tuple[str, tuple[str | int, ...]]
+
+
+def plain_path(source: str) -> PlainPath | None:
+    """(root, selectors) when `source` is a plain path (see the module doc), else None."""
+    match = _PATH_ROOT.match(source)
+    if match is None or match.group(1) not in CONTEXT_NAMES:
+        return None
+    root = match.group(1)
+    selectors: list[str | int] = []
+    position = match.end()
+    while _PATH_END.match(source, position) is None:
+        match = _PATH_SELECTOR.match(source, position)
+        if match is None:
+            return None
+        field, index, double_quoted, single_quoted = match.groups()
+        if field is not None:
+            if field in _RESERVED:
+                return None
+            selectors.append(field)
+        elif index is not None:
+            selectors.append(int(index))
+        else:
+            selectors.append(double_quoted if double_quoted is not None else single_quoted)
+        position = match.end()
+    return root, tuple(selectors)
+
+
+def _resolve(path: PlainPath, variables: Mapping[str, Any]) -> Any:
+    """The value at `path`, or _MISSING when any step of it does not exist."""
+    root, selectors = path
+    value = variables.get(root, _MISSING)
+    for selector in selectors:
+        if isinstance(selector, str):
+            if not isinstance(value, dict):
+                return _MISSING
+            value = value.get(selector, _MISSING)
+            if value is _MISSING:
+                return _MISSING
+        elif isinstance(value, (list, tuple)) and selector < len(value):
+            value = value[selector]
+        else:
+            return _MISSING
+    return value
+
+
 class Scope:
     """One snapshot of the expression context (inputs, self, run, env, steps).
 
-    The CEL activation is built once per scope and converts each variable lazily, the first time
-    an expression touches it, so a scope is cheap to make and to share between expressions.
+    CEL sees each variable through `cel_view`, computed the first time an expression names it and
+    at most once per scope; a scope made by `with_self` shares its parent's views of everything but
+    `self`. The CEL activation shows the views of the names an expression mentions (the others as
+    they are: CEL converts a variable only when an expression touches it) and is rebuilt, with the
+    union, only when a later expression mentions a name it lacks.
     """
 
     def __init__(self, variables: Mapping[str, Any]):
         self.variables = {name: variables.get(name, {}) for name in CONTEXT_NAMES}
-        self._activation: Any = None
+        self._views: dict[str, Any] = {}
+        self._base: Scope | None = None  # the scope whose variables, but for `self`, are ours
+        self._activation: tuple[frozenset[str], Any] | None = None
 
     def with_self(self, item: Mapping[str, Any]) -> Scope:
-        return Scope({**self.variables, "self": {**self.variables.get("self", {}), **item}})
+        child = Scope({**self.variables, "self": {**self.variables.get("self", {}), **item}})
+        child._base = self._base or self
+        return child
 
-    def activation(self, env: Any) -> Any:
-        if self._activation is None:
-            self._activation = env.Activation(self.variables)
-        return self._activation
+    def cel_variable(self, name: str) -> Any:
+        """The variable as CEL sees it (`cel_view`), computed once."""
+        if name != "self" and self._base is not None:
+            return self._base.cel_variable(name)
+        view = self._views.get(name, _MISSING)
+        if view is _MISSING:
+            view = self._views[name] = cel_view(self.variables[name])
+        return view
+
+    def activation(self, env: Any, names: frozenset[str] = frozenset(CONTEXT_NAMES)) -> Any:
+        current = self._activation  # one read: scopes are shared between threads
+        if current is not None and names <= current[0]:
+            return current[1]
+        if current is not None:
+            names = names | current[0]
+        data = {
+            name: self.cel_variable(name) if name in names else self.variables[name] for name in CONTEXT_NAMES
+        }
+        activation = env.Activation(data)
+        self._activation = (names, activation)
+        return activation
 
 
 class ExpressionEngine:
@@ -122,6 +251,8 @@ class ExpressionEngine:
         self._cel = cel
         self._env = cel.NewEnv(variables={name: cel.Type.DYN for name in CONTEXT_NAMES})
         self._programs: dict[str, Any] = {}
+        self._paths: dict[str, PlainPath | None] = {}
+        self._mentions: dict[str, frozenset[str]] = {}
 
     def compile(self, source: str) -> Any:
         program = self._programs.get(source)
@@ -142,9 +273,19 @@ class ExpressionEngine:
         return program
 
     def evaluate(self, source: str, scope: Scope) -> Any:
+        path = self._paths.get(source, _MISSING)
+        if path is _MISSING:
+            path = self._paths[source] = plain_path(source)
+        if path is not None:
+            found = _resolve(path, scope.variables)
+            if found is not _MISSING:
+                return _plain(found)  # a copy: the caller may change it, the record must not
         program = self.compile(source)
+        names = self._mentions.get(source)
+        if names is None:
+            names = self._mentions[source] = frozenset(_MENTION.findall(source))
         try:
-            value = program.eval(scope.activation(self._env))
+            value = program.eval(scope.activation(self._env, names))
         except Exception as exc:  # the library reports most errors as values, but not all
             raise ExpressionError(_clean(str(exc)), {"expression": source}) from None
         if value.type() == self._cel.Type.ERROR:
