@@ -8,14 +8,12 @@ pattern before any lookup.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import hashlib
 import json
 import math
 import re
-import secrets
 from dataclasses import dataclass
+from os import urandom  # what secrets.token_bytes returns, without secrets' random and hmac
 from typing import Any, ClassVar, Literal
 
 from .errors import SwampError
@@ -61,7 +59,9 @@ class PayloadInvalid(SwampError):
 
 
 def _random_id(prefix: str) -> str:
-    return prefix + base64.b32encode(secrets.token_bytes(16)).decode("ascii").rstrip("=").lower()
+    import base64  # here, not at the top: only opening a wait or taking a signal names one
+
+    return prefix + base64.b32encode(urandom(16)).decode("ascii").rstrip("=").lower()
 
 
 def new_wait_id() -> str:
@@ -93,6 +93,8 @@ def precise_iso(moment: dt.datetime) -> str:
 def payload_digest(payload: Any) -> str:
     if not isinstance(payload, (dict, list, str, int, float, bool, type(None))):
         return ""
+    import hashlib  # OpenSSL's _hashlib costs ~3 ms of import; only a signal needs a digest
+
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
