@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import math
 import os
@@ -48,12 +49,35 @@ def call(
     progress: Callable[[dict[str, Any]], None] | None = None,
     exit_code: Callable[[dict[str, Any]], int] = lambda data: 0,
 ) -> None:
-    from ..protocol.requests import handle
-
     use_json = _as_json(ctx, as_json)
     directory = _repo_dir(ctx, repo_dir)
     if directory is not None:
         payload = {**payload, "repoDir": directory}
+    if request not in QUICK_REQUESTS or not gc.isenabled():
+        _answer(ctx, request, payload, use_json, render, progress, exit_code)
+        return
+    # A quick request reads a few records and writes at most one, and the process ends with it:
+    # nothing it allocates forms cycles worth collecting, while the collector would walk every
+    # object that its imports create. Frozen on the way out, so that no late collection walks them.
+    gc.disable()
+    try:
+        _answer(ctx, request, payload, use_json, render, progress, exit_code)
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+def _answer(
+    ctx: click.Context,
+    request: str,
+    payload: dict[str, Any],
+    use_json: bool,
+    render: Renderer,
+    progress: Callable[[dict[str, Any]], None] | None,
+    exit_code: Callable[[dict[str, Any]], int],
+) -> None:
+    from ..protocol.requests import handle
+
     try:
         data = handle(request, payload, None if use_json else progress)
     except SwampError as exc:
@@ -75,6 +99,19 @@ def call(
     if code:
         ctx.exit(code)
 
+
+# Requests that neither run steps nor load extension code, so their process is short (see `call`).
+QUICK_REQUESTS = frozenset(
+    {
+        "workflow.signal",
+        "workflow.waits",
+        "workflow.wait.show",
+        "workflow.approvals",
+        "workflow.history",
+        "workflow.list",
+        "workflow.get",
+    }
+)
 
 COMMAND_REQUESTS = {
     "repo init": "repo.init",
