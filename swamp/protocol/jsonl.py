@@ -10,6 +10,7 @@ requests in flight finish before the call returns.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from ..domain.errors import InternalError, InvalidRequest, SwampError
 from .requests import handle, lookup
 
 MAX_LINE_BYTES = 1024 * 1024
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
 MAX_WORKERS = 16
 
 
@@ -91,7 +93,7 @@ def parse_frame(
     """(id, type, payload) of a request line, or InvalidRequest (with the id when it was readable)."""
     if len(line.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
         raise BadFrame(None, InvalidRequest(f"line {line_number} is longer than {MAX_LINE_BYTES} bytes"))
-    if any("\udc80" <= ch <= "\udcff" for ch in line):  # bytes that were not UTF-8 (surrogateescape)
+    if not line.isascii() and _NOT_UTF8.search(line):  # bytes that were not UTF-8 (surrogateescape)
         raise BadFrame(None, InvalidRequest(f"line {line_number} is not UTF-8"))
     try:
         frame = json.loads(line, object_pairs_hook=_keep_duplicates)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import getpass
 import os
 
@@ -30,6 +31,16 @@ def parse_now(text: str) -> dt.datetime:
 
 
 def current_user() -> str:
+    """getpass.getuser(), with the password-database lookup done once per process."""
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        user = os.environ.get(name)
+        if user:
+            return user
+    return _account_name(getattr(os, "getuid", lambda: 0)())
+
+
+@functools.cache
+def _account_name(uid: int) -> str:
     try:
         return getpass.getuser()
     except Exception:  # no user name in the environment or the password database

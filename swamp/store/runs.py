@@ -53,9 +53,13 @@ class RunRepository:
     def __init__(self, layout: RepoLayout):
         self.layout = layout
         self._active_written: dict[str, dict[str, object]] = {}
+        self._active_dir = layout.datastore / "index" / "active"
+        self._built_stamp = layout.datastore / "index" / "active.built"
+        self._waits_dir = layout.datastore / "waits"
+        self._root_prefix = str(layout.root) + "/"
 
     def path_for(self, workflow_id: str, run_id: str) -> Path:
-        return self.layout.runs_dir / workflow_id / f"{run_id}.json"
+        return self.layout.runs_dir.joinpath(workflow_id, f"{run_id}.json")
 
     def relative_path(self, run: WorkflowRun) -> str:
         return str(self.path_for(run.workflowId, run.id).relative_to(self.layout.root))
@@ -86,14 +90,6 @@ class RunRepository:
     # record when a run becomes active, removed after the record when it finishes, so a crash can
     # leave a stale entry (dropped when read) but never lose one. A missing or corrupt index is
     # rebuilt from the records.
-
-    @property
-    def _active_dir(self) -> Path:
-        return self.layout.datastore / "index" / "active"
-
-    @property
-    def _built_stamp(self) -> Path:
-        return self.layout.datastore / "index" / "active.built"
 
     def _mark_active(self, run: WorkflowRun, *, exact: bool = False) -> None:
         """Write the run's entry unless the one there still holds. `nextDeadline` is a lower bound
@@ -194,7 +190,7 @@ class RunRepository:
     # record can always be found. A missing or stale entry is mended from the records.
 
     def _wait_pointer(self, wait_id: str) -> Path:
-        return self.layout.datastore / "waits" / f"{wait_id}.json"
+        return self._waits_dir / f"{wait_id}.json"
 
     def _index_waits(self, run: WorkflowRun) -> None:
         opened = False
@@ -241,7 +237,7 @@ class RunRepository:
         return None
 
     def audit_path(self, run: WorkflowRun) -> Path:
-        return self.path_for(run.workflowId, run.id).with_suffix(".audit.jsonl")
+        return self.layout.runs_dir.joinpath(run.workflowId, f"{run.id}.audit.jsonl")
 
     def append_audit(self, run: WorkflowRun, entry: dict[str, object]) -> None:
         """Signal attempts, outside the record so a refusal leaves the record byte-identical."""
@@ -262,9 +258,9 @@ class RunRepository:
         return entries
 
     def load_path(self, path: Path) -> WorkflowRun:
-        shown = (
-            str(path.relative_to(self.layout.root)) if path.is_relative_to(self.layout.root) else str(path)
-        )
+        shown = str(path)  # relative to the repository when inside it (string work: this is a hot path)
+        if shown.startswith(self._root_prefix):
+            shown = shown[len(self._root_prefix) :]
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
