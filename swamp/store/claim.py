@@ -89,8 +89,7 @@ class RunClaim:
             time.sleep(POLL_SECONDS)
         handle.seek(0)
         handle.truncate()
-        handle.write(json.dumps({"pid": os.getpid(), "purpose": self.purpose}))
-        handle.flush()
+        handle.write(json.dumps({"pid": os.getpid(), "purpose": self.purpose}).encode())
         self._handle = handle
         return self
 
@@ -105,16 +104,18 @@ class RunClaim:
 
     def _open(self) -> Any:
         try:
-            return open(self.path, "a+")  # noqa: SIM115 - held open for the life of the claim
+            return open(self.path, "a+b", buffering=0)  # noqa: SIM115 - held for the life of the claim
         except FileNotFoundError:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            return open(self.path, "a+")  # noqa: SIM115
+            return open(self.path, "a+b", buffering=0)  # noqa: SIM115
 
     def release(self) -> None:
         if self._handle is not None:
             with contextlib.suppress(OSError):
-                self._handle.seek(0)
-                self._handle.truncate()  # the next holder may not be a swamp that says who it is
+                # The next holder may not be a swamp that says who it is. (Only when something is
+                # written: truncating an empty file still dirties its inode.)
+                if os.fstat(self._handle.fileno()).st_size:
+                    self._handle.truncate(0)
             self._handle.close()
             self._handle = None
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
 from ..domain.run import WorkflowRun, parse_iso
-from .files import append_line, write_atomic, write_replace
+from .files import append_line, read_file, write_atomic, write_replace
 from .repo import RepoLayout
 
 ACTIVE = frozenset({"pending", "running", "suspended"})
@@ -101,7 +101,7 @@ class RunRepository:
             return
         path = self._active_dir / f"{run.id}.json"
         try:
-            current = json.loads(path.read_bytes())
+            current = json.loads(read_file(path))
             if isinstance(current, dict) and _covers(current, entry, exact):
                 self._active_written[run.id] = current
                 return
@@ -211,7 +211,7 @@ class RunRepository:
         """(workflowId, runId) of the run the wait index names for `wait_id`, without reading the
         record; falls back to find_wait when the entry is missing or unreadable."""
         try:
-            target = json.loads(self._wait_pointer(wait_id).read_bytes())
+            target = json.loads(read_file(self._wait_pointer(wait_id)))
             return str(target["workflowId"]), str(target["runId"])
         except (OSError, ValueError, KeyError, TypeError):
             found = self.find_wait(wait_id)
@@ -262,7 +262,7 @@ class RunRepository:
         if shown.startswith(self._root_prefix):
             shown = shown[len(self._root_prefix) :]
         try:
-            raw = path.read_bytes()
+            raw = read_file(path)
         except FileNotFoundError:
             raise RunNotFound(f"Run record {shown} does not exist", {"path": shown}) from None
         try:
