@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..domain.inputs import InputValidationService
 from ..store.clock import SystemClock, current_user
 from ..store.repo import RepoLayout, find_repo
 from ..store.runs import RunRepository
 
 if TYPE_CHECKING:
     from ..domain.expressions import ExpressionEngine
+    from ..domain.inputs import InputValidationService
     from ..models.runner import ModelMethodRunner
     from ..store.workflows import WorkflowRepository
 
@@ -58,6 +58,8 @@ class App:
 
     @cached_property
     def validation(self) -> InputValidationService:
+        from ..domain.inputs import InputValidationService
+
         return InputValidationService()
 
     @cached_property
