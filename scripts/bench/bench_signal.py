@@ -71,7 +71,7 @@ def main() -> None:
         "pythonPassMedianMs": median_ms(floor),
         "swampVersionMedianMs": median_ms(version),
         "signalOverPythonPass": round(median_ms(signal) / median_ms(floor), 2),
-        "targetMs": 250,
+        "targetMs": 200,
         "topImportsOfSignal": profile,
     }
     print(json.dumps(report, indent=2))
