@@ -13,27 +13,26 @@ from __future__ import annotations
 import errno
 import os
 import sys
-import tempfile
-import types
+from pathlib import Path
 
 
 def main() -> None:
     fault = sys.argv[1]
-    real = tempfile.mkstemp
+    import swamp.store.files as files
 
-    def mkstemp(*args: object, **kwargs: object) -> tuple[int, str]:
-        where = str(kwargs.get("dir"))
+    real = files._temp_beside
+
+    def temp_beside(path: Path) -> tuple[int, str]:
+        where = str(path.parent)
         if fault == "erofs":
             raise OSError(errno.EROFS, os.strerror(errno.EROFS), where)
         if fault == "eacces":
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), where)
-        fd, name = real(*args, **kwargs)  # type: ignore[call-overload]
+        fd, name = real(path)
         os.close(fd)
         return os.open("/dev/full", os.O_WRONLY), name
 
-    import swamp.store.files as files
-
-    files.tempfile = types.SimpleNamespace(mkstemp=mkstemp)  # type: ignore[assignment]
+    files._temp_beside = temp_beside  # type: ignore[assignment]
     from swamp.cli.main import main as swamp_main
 
     sys.argv = ["swamp", *sys.argv[2:]]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import getpass
 import os
 
 from ..domain.errors import UsageError
@@ -41,6 +40,8 @@ def current_user() -> str:
 
 @functools.cache
 def _account_name(uid: int) -> str:
+    import getpass
+
     try:
         return getpass.getuser()
     except Exception:  # no user name in the environment or the password database

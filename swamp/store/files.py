@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -29,7 +28,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     fd, tmp = _temp_beside(path)
     try:
         try:
-            os.fchmod(fd, 0o644)  # mkstemp makes 0600; records are as readable as the rest of the repo
+            os.fchmod(fd, 0o644)  # temp files are 0600; records are as readable as the rest of the repo
             _write_all(fd, data)
             os.fsync(fd)
         finally:
@@ -47,13 +46,20 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def _temp_beside(path: Path) -> tuple[int, str]:
-    """A new temp file in the folder of `path`, creating the folder only when it is missing (a
-    mkdir per write is a system call the hot paths do not need)."""
-    try:
-        return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """A new temp file (0600) in the folder of `path`, creating the folder only when it is missing
+    (a mkdir per write is a system call the hot paths do not need)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for attempt in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            if attempt:
+                raise
+            path.parent.mkdir(parents=True, exist_ok=True)
+    raise FileExistsError(f"no free temp file name beside {path}")
 
 
 def append_line(path: Path, line: str | None) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,8 @@ ENTRY_KEYS = frozenset({"runId", "workflowId", "workflowName", "status", "inputs
 
 
 def inputs_digest(inputs: dict[str, Any]) -> str:
+    import hashlib  # here: `waits` and the other readers never make a digest
+
     canonical = json.dumps(inputs, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
