@@ -1,0 +1,37 @@
+"""The benchmarks stay runnable: `scripts/bench/all --smoke` (tiny sizes) gives a whole report.
+
+No target is asserted (performance is measured by the scripts, never by tests); this only keeps
+the benchmark code from rotting as swamp changes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_all_smoke_prints_a_complete_report():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench" / "bench_all.py"), "--smoke"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["benchmark"] == "all" and report["smoke"] is True
+    start = report["commandStart"]["medianMs"]
+    assert all(start[key] > 0 for key in ("pythonPass", "signal", "waitsJson", "help"))
+    assert report["commandStart"]["signalImportsTop"], "the import profile of signal is missing"
+    assert set(report["history"]["ratio"]) == {"waits", "signal", "approvals", "resume"}
+    throughput = report["throughput"]
+    assert throughput["accepted"] == throughput["signals"] > 0
+    assert throughput["signalsPerSecond"] > 0 and throughput["durableWriteFloorPerSecond"] > 0
+    assert report["engine"]["perStepUs"] > 0
+    assert report["expressions"]["contextSteps"] > 0
+    for section in ("commandStart", "history", "throughput", "engine"):
+        assert isinstance(report[section]["met"], bool), section
