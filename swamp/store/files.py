@@ -10,39 +10,35 @@ from pathlib import Path
 def write_replace(path: Path, data: bytes) -> None:
     """Write to a temp file and rename it over `path`: never torn, but not forced to disk. For
     files that can be rebuilt (indexes)."""
-    fd, tmp = _temp_beside(path)
-    try:
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    _replace(path, data, durable=False)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temp file, fsync, rename over `path`, fsync the directory."""
-    fd, tmp = _temp_beside(path)
-    try:
-        try:
-            os.fchmod(fd, 0o644)  # temp files are 0600; records are as readable as the rest of the repo
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    _replace(path, data, durable=True)
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _replace(path: Path, data: bytes, *, durable: bool) -> None:
+    fd, tmp = _temp_beside(path)
+    try:
+        try:
+            if durable:
+                os.fchmod(fd, 0o644)  # temp files are 0600; records are as readable as the repo
+            _write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _temp_beside(path: Path) -> tuple[int, str]:

@@ -211,23 +211,31 @@ class RunRepository:
     def wait_home(self, wait_id: str) -> tuple[str, str] | None:
         """(workflowId, runId) of the run the wait index names for `wait_id`, without reading the
         record; falls back to find_wait when the entry is missing or unreadable."""
+        pointed = self._pointed_at(wait_id)
+        if pointed is not None:
+            return pointed
+        found = self.find_wait(wait_id)
+        return (found.workflowId, found.id) if found is not None else None
+
+    def _pointed_at(self, wait_id: str) -> tuple[str, str] | None:
+        """(workflowId, runId) from the wait index entry, or None when it is missing or unreadable."""
         try:
             target = json.loads(read_file(self._wait_pointer(wait_id)))
             return str(target["workflowId"]), str(target["runId"])
         except (OSError, ValueError, KeyError, TypeError):
-            found = self.find_wait(wait_id)
-            return (found.workflowId, found.id) if found is not None else None
+            return None
 
     def find_wait(self, wait_id: str) -> WorkflowRun | None:
         """The run holding wait `wait_id` (a well-formed ID), or None."""
         pointer = self._wait_pointer(wait_id)
-        try:
-            target = json.loads(pointer.read_text(encoding="utf-8"))
-            run = self.load(str(target["workflowId"]), str(target["runId"]))
-            if run.holds_wait(wait_id):
-                return run
-        except (OSError, ValueError, KeyError, TypeError, RunNotFound, RunUnreadable):
-            pass
+        pointed = self._pointed_at(wait_id)
+        if pointed is not None:
+            try:
+                run = self.load(*pointed)
+                if run.holds_wait(wait_id):
+                    return run
+            except (OSError, RunNotFound, RunUnreadable):
+                pass
         for path in self.record_paths():
             if wait_id.encode() not in path.read_bytes():
                 continue
