@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import sys
 from pathlib import Path
+from typing import Any
 
 
 def write_replace(path: Path, data: bytes) -> None:
@@ -16,7 +19,105 @@ def write_replace(path: Path, data: bytes) -> None:
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temp file, fsync, rename over `path`, fsync the directory."""
     _replace(path, data, durable=True)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    _fsync_dir(path.parent)
+
+
+def write_record(path: Path, data: bytes, *, final: bool = False) -> None:
+    """Durably replace `path`, a file that only one writer at a time changes (a run record, under
+    its run's claim), by way of its swap file `.<name>.swap` beside it. The new bytes are written
+    into the swap file and flushed, the swap file and `path` exchange names in one atomic step,
+    and the directory is flushed. The swap file then holds the old bytes and is overwritten by the
+    next write, so a write neither creates nor frees an inode: on ext4 without a journal, creating
+    an inode scans past every inode freed in the last minutes, which made each rename-over write
+    slower than the one before. `final` (the last write of the file) renames the swap file over
+    `path` instead, leaving no swap file behind; so does every write where names cannot be
+    exchanged (no renameat2, or a file system without RENAME_EXCHANGE)."""
+    swap = os.path.join(path.parent, f".{path.name}.swap")
+    fd, created = _open_swap(swap)
+    try:
+        try:
+            _write_all(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if final or not _exchange(swap, str(path)):
+            os.replace(swap, path)
+    except BaseException:
+        if created:  # a swap file this write made is not left behind by it
+            with contextlib.suppress(OSError):
+                os.unlink(swap)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _open_swap(swap: str) -> tuple[int, bool]:
+    """The swap file open for writing from its start, and whether it was created just now."""
+    try:
+        return os.open(swap, os.O_WRONLY | _CLOEXEC), False
+    except FileNotFoundError:
+        pass
+    try:
+        fd = os.open(swap, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(swap), exist_ok=True)
+        fd = os.open(swap, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)
+    try:
+        os.fchmod(fd, 0o644)  # whatever the umask: records are as readable as the repository
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, True
+
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+_renameat2: Any = None  # libc's renameat2 once looked up; False where there is none
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap the names `a` and `b` atomically (renameat2 RENAME_EXCHANGE); False when `b` does not
+    exist yet or the system cannot exchange names, so the caller renames instead."""
+    global _renameat2
+    if not _exchange_supported():
+        return False
+    import ctypes
+
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.ENOENT:
+        return False
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EPERM):
+        _renameat2 = False  # this file system (or sandbox) does not exchange: rename from now on
+        return False
+    raise OSError(err, os.strerror(err), b)
+
+
+def _exchange_supported() -> bool:
+    global _renameat2
+    if _renameat2 is None:
+        _renameat2 = _load_renameat2()
+    return _renameat2 is not False
+
+
+def _load_renameat2() -> Any:
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes  # here: only a process that writes a record pays for the import
+
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # no libc symbol (an old glibc, or another C library)
+        return False
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+def _fsync_dir(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
 from ..domain.run import WorkflowRun, parse_iso
-from .files import append_line, read_file, write_atomic, write_replace
+from .files import append_line, read_file, write_atomic, write_record, write_replace
 from .repo import RepoLayout
 
 ACTIVE = frozenset({"pending", "running", "suspended"})
@@ -74,7 +74,7 @@ class RunRepository:
             active = run.status in ACTIVE
             if active:
                 self._mark_active(run)
-            write_atomic(path, data + b"\n")
+            write_record(path, data + b"\n", final=not active)
             if not active:
                 self._unmark_active(run.id)
         except OSError as exc:
