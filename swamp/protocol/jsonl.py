@@ -9,6 +9,7 @@ requests in flight finish before the call returns.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -18,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
 from ..domain.errors import InternalError, InvalidRequest, SwampError
+from .helpers import Helpers, Request
 from .requests import handle, lookup
 
 MAX_LINE_BYTES = 1024 * 1024
@@ -45,6 +47,17 @@ class FrameWriter:
                 return
             try:
                 self._stream.write(line + "\n")
+                self._stream.flush()
+            except (OSError, ValueError):
+                self.closed = True
+
+    def write_lines(self, text: str) -> None:
+        """Frames already encoded, one per line (a helper process's answer)."""
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self._stream.write(text)
                 self._stream.flush()
             except (OSError, ValueError):
                 self.closed = True
@@ -163,6 +176,7 @@ def serve(
     """Answer every request line until EOF; returns the process exit code (0)."""
     writer = FrameWriter(output)
     seen: set[str] = set()
+    helpers = Helpers()
     with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
         for number, raw in enumerate(lines, start=1):
             line = raw.strip()
@@ -178,8 +192,29 @@ def serve(
                 continue
             if repo_dir is not None and "repoDir" not in payload:
                 payload = {**payload, "repoDir": repo_dir}
-            pool.submit(answer, writer, request_id, request_type, payload, handle, number)
+            if implied_type is not None:
+                pool.submit(answer, writer, request_id, request_type, payload, handle, number)
+                continue
+            helpers.arrived(request_type)
+            request = Request(request_id, request_type, line, number, repo_dir)
+            finish = functools.partial(helpers.finished, request_type)
+            if not helpers.hand_off(request, writer.write_lines, finish):
+                pool.submit(_answer_here_or_there, writer, helpers, request, payload, finish)
+    helpers.close()  # after the pool: a request it held may have gone to a helper
     return 0
+
+
+def _answer_here_or_there(
+    writer: FrameWriter, helpers: Helpers, request: Request, payload: Any, finish: Callable[[], None]
+) -> None:
+    """A helper process answers a signal when helpers are running and other signals are in flight
+    (a program pipelining them); this process answers everything else."""
+    if helpers.hand_off(request, writer.write_lines, finish, wait=True):
+        return
+    try:
+        answer(writer, request.id, request.type, payload, handle, request.number)
+    finally:
+        finish()
 
 
 def _implied(line: str, number: int, request_type: str) -> tuple[Any, str, Any]:

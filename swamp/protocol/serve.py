@@ -20,6 +20,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any, TextIO
@@ -28,6 +29,7 @@ from .. import __version__
 from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
 from ..domain.run import parse_iso
 from ..engine.ports import HOSTED_RUNS, RunHooks
+from .helpers import Helpers, Request
 from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
 from .requests import handle
 
@@ -68,6 +70,8 @@ class Server:
         self.lock = threading.Lock()
         self.requests: dict[tuple[int, str], InFlight] = {}
         self.pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="swamp-serve")
+        # Auto-continue follows a signal in this process, so signals stay here when it is on.
+        self.helpers = Helpers(0 if options.auto_continue else None)
         self.shutting_down = threading.Event()
         self.finished = threading.Event()
         self.connections = 0
@@ -84,7 +88,13 @@ class Server:
     # -- requests ----------------------------------------------------------------------------------
 
     def submit(
-        self, writer: FrameWriter, conn: int, request_id: str, request_type: str, payload: Any
+        self,
+        writer: FrameWriter,
+        conn: int,
+        request_id: str,
+        request_type: str,
+        payload: Any,
+        request: Request | None = None,
     ) -> None:
         if self.options.repo_dir is not None and "repoDir" not in payload and request_type not in SERVE_TYPES:
             payload = {**payload, "repoDir": self.options.repo_dir}
@@ -93,7 +103,14 @@ class Server:
         with self.lock:
             self.requests[key] = flight
 
+        def finish() -> None:
+            with self.lock:
+                self.requests.pop(key, None)
+            self.helpers.finished(request_type)
+
         def work() -> None:
+            if request is not None and self._handed_off(request, writer, finish, wait=True):
+                return
             try:
                 answer(
                     writer,
@@ -103,10 +120,18 @@ class Server:
                     lambda t, p, emit: self.dispatch(flight, t, p, emit),
                 )
             finally:
-                with self.lock:
-                    self.requests.pop(key, None)
+                finish()
 
-        self.pool.submit(work)
+        if request is None or not self._handed_off(request, writer, finish):
+            self.pool.submit(work)
+
+    def _handed_off(
+        self, request: Request, writer: FrameWriter, finish: Callable[[], None], *, wait: bool = False
+    ) -> bool:
+        """Sent to a helper process (a signal in a busy stream); False to answer it here."""
+        if self.shutting_down.is_set():
+            return False
+        return self.helpers.hand_off(request, writer.write_lines, finish, wait=wait)
 
     def dispatch(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
         if request_type == "serve.status":
@@ -324,7 +349,9 @@ class Server:
                     writer, request_id, ShuttingDown("swamp serve is shutting down; reconnect later"), number
                 )
                 continue
-            self.submit(writer, conn, request_id, request_type, payload)
+            self.helpers.arrived(request_type)
+            request = Request(request_id, request_type, line, number, self.options.repo_dir)
+            self.submit(writer, conn, request_id, request_type, payload, request)
 
     def listen(self, path: str) -> None:
         if os.path.exists(path):
@@ -413,6 +440,7 @@ class Server:
                     )
                     flight.writer.write({"type": "error", "id": flight.key[1], "error": error.to_dict()})
                     flight.writer.write({"type": "done", "id": flight.key[1]})
+        self.helpers.close(wait=False)  # each answers what it holds, then sees EOF and exits
         if self.options.socket_path:
             with contextlib.suppress(OSError):
                 os.unlink(self.options.socket_path)
@@ -452,6 +480,7 @@ def run_server(options: ServeOptions) -> int:
 
     threading.Thread(target=read_stdin, name="swamp-serve-stdin", daemon=True).start()
     server.log(f"ready (version {__version__}, pid {os.getpid()})")
+    server.helpers.start_soon()  # warm before the first burst of signals
     while not server.finished.wait(0.2):
         pass
     if stop_signal:
