@@ -45,6 +45,7 @@ class Helpers:
         self._lock = threading.Lock()
         self._in_flight = 0  # signals read and not answered yet, wherever they run
         self._helpers: list[_Helper] = []
+        self._room = threading.Condition()  # notified whenever a helper has a free slot again
         self._state = "idle" if self._count > 0 else "off"  # idle, starting, ready, off
 
     def start_soon(self) -> None:
@@ -86,17 +87,23 @@ class Helpers:
         if request.type not in HANDED_OFF or self._state != "ready" or self._in_flight < HAND_OFF_AT:
             return False
         while True:
-            with self._lock:
-                live = sorted((h for h in self._helpers if h.alive), key=lambda h: len(h.pending))
-            if not live:
-                return False
-            for helper in live:
-                if helper.slots.acquire(blocking=False) and helper.send(request, write_lines, done):
-                    return True
-            if not wait:
-                return False
-            if live[0].slots.acquire(timeout=0.05) and live[0].send(request, write_lines, done):
+            with self._room:  # a slot given back meanwhile is seen here or wakes the wait below
+                with self._lock:
+                    live = sorted((h for h in self._helpers if h.alive), key=lambda h: len(h.pending))
+                if not live:
+                    return False
+                helper = next((h for h in live if h.slots.acquire(blocking=False)), None)
+                if helper is None:
+                    if not wait:
+                        return False
+                    self._room.wait(timeout=1.0)
+                    continue
+            if helper.send(request, write_lines, done):
                 return True
+
+    def _made_room(self) -> None:
+        with self._room:
+            self._room.notify()
 
     def close(self, *, wait: bool = True) -> None:
         """No more requests: each helper answers what it holds and exits; `wait` for that."""
@@ -109,7 +116,7 @@ class Helpers:
                 helper.answers.join()
 
     def _start(self) -> None:
-        started = [_Helper.start() for _ in range(self._count)]
+        started = [_Helper.start(self._made_room) for _ in range(self._count)]
         helpers = [h for h in started if h is not None]
         with self._lock:
             if self._state != "starting":  # closed meanwhile
@@ -144,8 +151,9 @@ _Pending = tuple[Request, Callable[[str], None], Callable[[], None]]
 
 
 class _Helper:
-    def __init__(self, process: subprocess.Popen[bytes]):
+    def __init__(self, process: subprocess.Popen[bytes], made_room: Callable[[], None]):
         self.process = process
+        self._made_room = made_room
         self.pending: dict[int, _Pending] = {}
         self.slots = threading.BoundedSemaphore(PER_HELPER)  # taken by the caller of send
         self.alive = True
@@ -156,7 +164,7 @@ class _Helper:
         self.answers.start()
 
     @classmethod
-    def start(cls) -> _Helper | None:
+    def start(cls, made_room: Callable[[], None]) -> _Helper | None:
         try:
             process = subprocess.Popen(
                 [sys.executable, "-m", "swamp.protocol.helpers"],
@@ -172,7 +180,7 @@ class _Helper:
                 process.kill()
             process.wait()
             return None
-        return cls(process)
+        return cls(process, made_room)
 
     def send(self, request: Request, write_lines: Callable[[str], None], done: Callable[[], None]) -> bool:
         """Queue `request` here, holding one of `slots` (given back once it is answered)."""
@@ -224,6 +232,7 @@ class _Helper:
                     write_lines(b"".join(lines).decode("utf-8", "surrogateescape"))
                 finally:
                     self.slots.release()
+                    self._made_room()
                     done()
         except (OSError, ValueError, KeyError):
             pass
@@ -244,6 +253,7 @@ class _Helper:
                 write_lines("".join(json.dumps(f, separators=(",", ":")) + "\n" for f in frames))
             finally:
                 self.slots.release()
+                self._made_room()
                 done()
 
 
