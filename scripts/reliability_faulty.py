@@ -14,39 +14,31 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 
 def main() -> None:
     fault = sys.argv[1]
     import swamp.store.files as files
 
-    real = files._temp_beside
+    def failing(opener: Callable[[Any], tuple[int, Any]], folder_of: Callable[[Any], str]) -> Any:
+        """`opener` (a temp or a swap file: an fd and one more value) with the fault injected."""
 
-    def temp_beside(path: Path) -> tuple[int, str]:
-        where = str(path.parent)
-        if fault == "erofs":
-            raise OSError(errno.EROFS, os.strerror(errno.EROFS), where)
-        if fault == "eacces":
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), where)
-        fd, name = real(path)
-        os.close(fd)
-        return os.open("/dev/full", os.O_WRONLY), name
+        def open_faulty(target: Any) -> tuple[int, Any]:
+            where = folder_of(target)
+            if fault == "erofs":
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), where)
+            if fault == "eacces":
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), where)
+            fd, other = opener(target)
+            os.close(fd)
+            return os.open("/dev/full", os.O_WRONLY), other
 
-    real_swap = files._open_swap
+        return open_faulty
 
-    def open_swap(swap: str) -> tuple[int, bool]:
-        where = os.path.dirname(swap)
-        if fault == "erofs":
-            raise OSError(errno.EROFS, os.strerror(errno.EROFS), where)
-        if fault == "eacces":
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), where)
-        fd, created = real_swap(swap)
-        os.close(fd)
-        return os.open("/dev/full", os.O_WRONLY), created
-
-    files._temp_beside = temp_beside  # type: ignore[assignment]
-    files._open_swap = open_swap  # type: ignore[assignment]
+    files._temp_beside = failing(files._temp_beside, lambda path: str(path.parent))
+    files._open_swap = failing(files._open_swap, os.path.dirname)
     from swamp.cli.main import main as swamp_main
 
     sys.argv = ["swamp", *sys.argv[2:]]

@@ -116,7 +116,8 @@ class Helpers:
                 helper.answers.join()
 
     def _start(self) -> None:
-        started = [_Helper.start(self._made_room) for _ in range(self._count)]
+        spawned = [_Helper.spawn() for _ in range(self._count)]  # all start importing at once
+        started = [_Helper.when_ready(p, self._made_room) for p in spawned if p is not None]
         helpers = [h for h in started if h is not None]
         with self._lock:
             if self._state != "starting":  # closed meanwhile
@@ -163,10 +164,10 @@ class _Helper:
         self.answers = threading.Thread(target=self._read_answers, name="swamp-helper-answers", daemon=True)
         self.answers.start()
 
-    @classmethod
-    def start(cls, made_room: Callable[[], None]) -> _Helper | None:
+    @staticmethod
+    def spawn() -> subprocess.Popen[bytes] | None:
         try:
-            process = subprocess.Popen(
+            return subprocess.Popen(
                 [sys.executable, "-m", "swamp.protocol.helpers"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -174,6 +175,10 @@ class _Helper:
             )
         except OSError:
             return None
+
+    @classmethod
+    def when_ready(cls, process: subprocess.Popen[bytes], made_room: Callable[[], None]) -> _Helper | None:
+        """The helper once it says it is ready; None (and the process gone) if it never does."""
         assert process.stdout is not None
         if process.stdout.readline() != _READY:
             with contextlib.suppress(OSError):
