@@ -54,6 +54,9 @@ class WorkflowExecutor:
         self.suspending = threading.Event()
         self._abandon_hooks: dict[int, Callable[[], None]] = {}
         self._next_hook = 0
+        # Set once the run is recorded as stopped here; from then on its record is final, and a step
+        # whose command dies of the stop must not overwrite "interrupted" with its exit code.
+        self._abandoned: str | None = None
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -65,7 +68,8 @@ class WorkflowExecutor:
 
     def _save(self) -> None:
         with self.lock:
-            self.services.save(self.run)
+            if self._abandoned is None:
+                self.services.save(self.run)
 
     def _parallel(self, items: Sequence[T], cap: int | None, work: Callable[[T], None]) -> None:
         if len(items) == 1 or cap == 1:
@@ -102,12 +106,14 @@ class WorkflowExecutor:
     def abandon(self, why: str) -> None:
         """Record the run as stopped here: what steps were doing is stopped, running steps failed
         (interrupted), the run failed."""
+        with self.lock:
+            if self._abandoned is not None or self.run.is_terminal or self.run.status == "suspended":
+                return
+            self._abandoned = why
         for stop in list(self._abandon_hooks.values()):
             with contextlib.suppress(Exception):
                 stop()
         with self.lock:
-            if self.run.is_terminal or self.run.status == "suspended":
-                return
             now = self.services.clock.now()
             for _, step in self.run.steps():
                 if step.status == "running":
@@ -350,16 +356,22 @@ class WorkflowExecutor:
 
     def _apply(self, job: Job, step: Step, step_run: StepRun, outcome: Outcome) -> None:
         now = self.services.clock.now()
-        if isinstance(outcome, Succeeded):
-            with self.lock:
+        with self.lock:
+            if self._abandoned is not None:
+                return  # the step was recorded as interrupted; what its work did after that is moot
+            if isinstance(outcome, Succeeded):
                 step_run.succeed(now, outcome.outputs)
-            self._emit("step_succeeded", job=job.name, step=step_run.name, durationMs=step_run.durationMs)
-        elif isinstance(outcome, Failed):
-            allowed = step.allowFailure and outcome.allowable
-            with self.lock:
+            elif isinstance(outcome, Failed):
+                allowed = step.allowFailure and outcome.allowable
                 step_run.fail(now, outcome.error, reason=outcome.reason, allowed=allowed)
                 if outcome.outputs is not None:
                     step_run.outputs = outcome.outputs
+            elif isinstance(outcome, Suspended):
+                details = outcome.open_wait(step_run, now)
+                self.suspending.set()
+        if isinstance(outcome, Succeeded):
+            self._emit("step_succeeded", job=job.name, step=step_run.name, durationMs=step_run.durationMs)
+        elif isinstance(outcome, Failed):
             self._emit(
                 "step_failed",
                 job=job.name,
@@ -370,9 +382,6 @@ class WorkflowExecutor:
                 durationMs=step_run.durationMs,
             )
         elif isinstance(outcome, Suspended):
-            with self.lock:
-                details = outcome.open_wait(step_run, now)
-            self.suspending.set()
             self._emit("step_waiting", job=job.name, step=step_run.name, **details)
 
 

@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from ..domain.errors import InternalError, InvalidRequest, SwampError
 from .helpers import Helpers, Request
@@ -63,11 +63,15 @@ class FrameWriter:
                 self.closed = True
 
 
+class FrameSink(Protocol):
+    def write(self, frame: dict[str, Any]) -> None: ...
+
+
 Dispatch = Callable[[str, Any, Callable[[dict[str, Any]], None]], dict[str, Any]]
 
 
 def answer(
-    writer: FrameWriter,
+    writer: FrameSink,
     request_id: Any,
     request_type: str,
     payload: Any,

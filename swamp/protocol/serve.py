@@ -60,6 +60,29 @@ class InFlight:
     executors: set[Any] = field(default_factory=set)
     writer: FrameWriter | None = None
     executing: bool = False
+    # Set when shutdown answered the request itself; frames its worker writes later are dropped, so
+    # the client sees exactly one answer and nothing after its done.
+    cut_short: bool = False
+    _frames: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def write(self, frame: dict[str, Any]) -> None:
+        with self._frames:
+            if not self.cut_short and self.writer is not None:
+                self.writer.write(frame)
+
+    def write_lines(self, text: str) -> None:
+        with self._frames:
+            if not self.cut_short and self.writer is not None:
+                self.writer.write_lines(text)
+
+    def cut(self, error: SwampError) -> None:
+        """Answer the request with `error` and done, unless it was answered already."""
+        with self._frames:
+            if self.cut_short or self.writer is None:
+                return
+            self.cut_short = True
+            self.writer.write({"type": "error", "id": self.key[1], "error": error.to_dict()})
+            self.writer.write({"type": "done", "id": self.key[1]})
 
 
 class Server:
@@ -109,11 +132,11 @@ class Server:
             self.helpers.finished(request_type)
 
         def work() -> None:
-            if request is not None and self._handed_off(request, writer, finish, wait=True):
+            if request is not None and self._handed_off(request, flight, finish, wait=True):
                 return
             try:
                 answer(
-                    writer,
+                    flight,
                     request_id,
                     request_type,
                     payload,
@@ -122,16 +145,16 @@ class Server:
             finally:
                 finish()
 
-        if request is None or not self._handed_off(request, writer, finish):
+        if request is None or not self._handed_off(request, flight, finish):
             self.pool.submit(work)
 
     def _handed_off(
-        self, request: Request, writer: FrameWriter, finish: Callable[[], None], *, wait: bool = False
+        self, request: Request, flight: InFlight, finish: Callable[[], None], *, wait: bool = False
     ) -> bool:
         """Sent to a helper process (a signal in a busy stream); False to answer it here."""
         if self.shutting_down.is_set():
             return False
-        return self.helpers.hand_off(request, writer.write_lines, finish, wait=wait)
+        return self.helpers.hand_off(request, flight.write_lines, finish, wait=wait)
 
     def dispatch(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
         if request_type == "serve.status":
@@ -433,13 +456,10 @@ class Server:
                     executor.abandon("swamp serve shut down")
                     runs.append(executor.run.id)
                     self.log(f"run {executor.run.id}: cut short, recorded as interrupted")
-                if flight.writer is not None and flight.key[0] >= 0:
+                if flight.key[0] >= 0:
                     cut = f"; run(s) {', '.join(runs)} recorded as interrupted" if runs else ""
-                    error = ShuttingDown(
-                        f"swamp serve shut down before this request finished{cut}", {"runIds": runs}
-                    )
-                    flight.writer.write({"type": "error", "id": flight.key[1], "error": error.to_dict()})
-                    flight.writer.write({"type": "done", "id": flight.key[1]})
+                    why = f"swamp serve shut down before this request finished{cut}"
+                    flight.cut(ShuttingDown(why, {"runIds": runs}))
         self.helpers.close(wait=False)  # each answers what it holds, then sees EOF and exits
         if self.options.socket_path:
             with contextlib.suppress(OSError):
