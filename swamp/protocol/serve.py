@@ -60,29 +60,37 @@ class InFlight:
     executors: set[Any] = field(default_factory=set)
     writer: FrameWriter | None = None
     executing: bool = False
-    # Set when shutdown answered the request itself; frames its worker writes later are dropped, so
-    # the client sees exactly one answer and nothing after its done.
-    cut_short: bool = False
+    # The frames of a client's request go through its flight: once its done is written, or shutdown
+    # has taken it over, later frames are dropped, so a client sees one answer and nothing after done.
+    answered: bool = False  # its result or error is written
+    closed: bool = False
     _frames: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def write(self, frame: dict[str, Any]) -> None:
         with self._frames:
-            if not self.cut_short and self.writer is not None:
-                self.writer.write(frame)
+            if self.closed or self.writer is None:
+                return
+            self.writer.write(frame)
+            kind = frame.get("type")
+            self.answered = self.answered or kind != "event"
+            self.closed = kind == "done"
 
     def write_lines(self, text: str) -> None:
+        """A helper's whole answer, done included."""
         with self._frames:
-            if not self.cut_short and self.writer is not None:
-                self.writer.write_lines(text)
-
-    def cut(self, error: SwampError) -> None:
-        """Answer the request with `error` and done, unless it was answered already."""
-        with self._frames:
-            if self.cut_short or self.writer is None:
+            if self.closed or self.writer is None:
                 return
-            self.cut_short = True
-            self.writer.write({"type": "error", "id": self.key[1], "error": error.to_dict()})
-            self.writer.write({"type": "done", "id": self.key[1]})
+            self.writer.write_lines(text)
+            self.answered = self.closed = True
+
+    def take_over(self) -> tuple[bool, bool]:
+        """Close the request to its own worker: (whether it still needs an answer, and a done)."""
+        with self._frames:
+            if self.writer is None:
+                return False, False
+            needs = (not self.answered, not self.closed)
+            self.answered = self.closed = True
+            return needs
 
 
 class Server:
@@ -451,15 +459,22 @@ class Server:
             with self.lock:
                 flights = list(self.requests.values())
             for flight in flights:
+                needs_answer, needs_done = flight.take_over() if flight.key[0] >= 0 else (False, False)
                 runs = []
                 for executor in list(flight.executors):
                     executor.abandon("swamp serve shut down")
                     runs.append(executor.run.id)
                     self.log(f"run {executor.run.id}: cut short, recorded as interrupted")
-                if flight.key[0] >= 0:
+                if flight.writer is None:
+                    continue
+                if needs_answer:
                     cut = f"; run(s) {', '.join(runs)} recorded as interrupted" if runs else ""
-                    why = f"swamp serve shut down before this request finished{cut}"
-                    flight.cut(ShuttingDown(why, {"runIds": runs}))
+                    error = ShuttingDown(
+                        f"swamp serve shut down before this request finished{cut}", {"runIds": runs}
+                    )
+                    flight.writer.write({"type": "error", "id": flight.key[1], "error": error.to_dict()})
+                if needs_done:
+                    flight.writer.write({"type": "done", "id": flight.key[1]})
         self.helpers.close(wait=False)  # each answers what it holds, then sees EOF and exits
         if self.options.socket_path:
             with contextlib.suppress(OSError):
