@@ -40,11 +40,15 @@ class App:
         key = (repo_dir, os.environ.get("SWAMP_REPO_DIR"), os.getcwd())
         with _SHARED_LOCK:
             app = _SHARED.get(key)
-        if app is None or not app.layout.marker.is_file():
+        if app is None or not os.path.isfile(app.marker_file):
             app = cls.open(repo_dir)
             with _SHARED_LOCK:
                 _SHARED[key] = app
         return app
+
+    @cached_property
+    def marker_file(self) -> str:
+        return str(self.layout.marker)
 
     @cached_property
     def workflows(self) -> WorkflowRepository:

@@ -102,7 +102,7 @@ def signal(
         except SwampError as exc:
             app.runs.append_audit(run, _audit(now, user, wait_id, exc.code))
             raise
-        app.runs.save(run)
+        app.runs.save(run, settled_only=True)
         app.runs.append_audit(run, _audit(now, user, wait_id, "accepted", receipt.id if receipt else None))
     assert receipt is not None
     still_open = [s.wait.waitId for _, s in run.open_waits(now) if s.wait is not None]

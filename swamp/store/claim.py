@@ -59,13 +59,17 @@ def default_timeout() -> float:
 
 class RunClaim:
     def __init__(self, layout: RepoLayout, run_id: str, *, timeout: float | None = None, purpose: str = ""):
-        self.path: Path = layout.locks_dir / f"{run_id}.lock"
+        self._file = f"{layout.locks_dir}/{run_id}.lock"  # a plain string: this is on every hot path
         self.run_id = run_id
         chosen = default_timeout() if timeout is None else timeout
         # NaN or infinity would wait forever: a bound that is not a finite number is the default.
         self.timeout = chosen if math.isfinite(chosen) and chosen >= 0 else DEFAULT_TIMEOUT
         self.purpose = purpose
         self._handle: Any = None
+
+    @property
+    def path(self) -> Path:
+        return Path(self._file)
 
     def acquire(self) -> RunClaim:
         try:
@@ -104,10 +108,10 @@ class RunClaim:
 
     def _open(self) -> Any:
         try:
-            return open(self.path, "a+b", buffering=0)  # noqa: SIM115 - held for the life of the claim
+            return open(self._file, "a+b", buffering=0)  # noqa: SIM115 - held for the life of the claim
         except FileNotFoundError:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            return open(self.path, "a+b", buffering=0)  # noqa: SIM115
+            return open(self._file, "a+b", buffering=0)  # noqa: SIM115
 
     def release(self) -> None:
         if self._handle is not None:

@@ -22,7 +22,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
-def write_record(path: Path, data: bytes, *, final: bool = False) -> None:
+def write_record(path: Path | str, data: bytes, *, final: bool = False) -> None:
     """Durably replace `path`, a file that only one writer at a time changes (a run record, under
     its run's claim), by way of its swap file `.<name>.swap` beside it. The new bytes are written
     into the swap file and flushed, the swap file and `path` exchange names in one atomic step,
@@ -32,7 +32,8 @@ def write_record(path: Path, data: bytes, *, final: bool = False) -> None:
     slower than the one before. `final` (the last write of the file) renames the swap file over
     `path` instead, leaving no swap file behind; so does every write where names cannot be
     exchanged (no renameat2, or a file system without RENAME_EXCHANGE)."""
-    swap = os.path.join(path.parent, f".{path.name}.swap")
+    folder, name = os.path.split(path)
+    swap = os.path.join(folder, f".{name}.swap")
     fd, created = _open_swap(swap)
     try:
         try:
@@ -41,14 +42,14 @@ def write_record(path: Path, data: bytes, *, final: bool = False) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        if final or not _exchange(swap, str(path)):
+        if final or not _exchange(swap, os.fspath(path)):
             os.replace(swap, path)
     except BaseException:
         if created:  # a swap file this write made is not left behind by it
             with contextlib.suppress(OSError):
                 os.unlink(swap)
         raise
-    _fsync_dir(path.parent)
+    _fsync_dir(folder)
 
 
 def _open_swap(swap: str) -> tuple[int, bool]:
@@ -116,7 +117,7 @@ def _load_renameat2() -> Any:
     return function
 
 
-def _fsync_dir(folder: Path) -> None:
+def _fsync_dir(folder: Path | str) -> None:
     dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
@@ -159,14 +160,14 @@ def _temp_beside(path: Path) -> tuple[int, str]:
     raise FileExistsError(f"no free temp file name beside {path}")
 
 
-def append_line(path: Path, line: str | None) -> None:
+def append_line(path: Path | str, line: str | None) -> None:
     """Append one line (not fsynced; None creates the file), creating the folder only when it is
     missing."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     try:
         fd = os.open(path, flags, 0o644)
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path, flags, 0o644)
     try:
         if line is not None:
@@ -175,7 +176,7 @@ def append_line(path: Path, line: str | None) -> None:
         os.close(fd)
 
 
-def read_file(path: Path) -> bytes:
+def read_file(path: Path | str) -> bytes:
     """The whole file, with fewer system calls and objects than Path.read_bytes (a hot path).
     Read without touching its access time where the OS allows (an atime update is an inode write
     that the next fsync has to commit)."""

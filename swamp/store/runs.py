@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,27 +59,39 @@ class RunRepository:
         self._built_stamp = layout.datastore / "index" / "active.built"
         self._waits_dir = layout.datastore / "waits"
         self._root_prefix = str(layout.root) + "/"
+        # Hot paths join plain strings: a pathlib join and its str() cost more than the rest of a read.
+        self._runs_prefix = str(layout.runs_dir) + "/"
+        self._waits_prefix = str(self._waits_dir) + "/"
 
     def path_for(self, workflow_id: str, run_id: str) -> Path:
         return self.layout.runs_dir.joinpath(workflow_id, f"{run_id}.json")
 
+    def _record_file(self, workflow_id: str, run_id: str) -> str:
+        return f"{self._runs_prefix}{workflow_id}/{run_id}.json"
+
     def relative_path(self, run: WorkflowRun) -> str:
         return str(self.path_for(run.workflowId, run.id).relative_to(self.layout.root))
 
-    def save(self, run: WorkflowRun) -> None:
+    def save(self, run: WorkflowRun, *, settled_only: bool = False) -> None:
+        """Write the run's record durably, its wait pointers and its active-run entry first.
+        `settled_only`: since the run was loaded under its claim it only had waits settled (a
+        signal), so no wait opened and its status is the same; the index entry that covered it
+        then covers it still (settling a wait only moves the next deadline later, see
+        _mark_active), and neither index is read or written."""
         # Compact: json's C encoder only runs without indent (history get shows a record readably).
         data = json.dumps(run.to_dict(), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
-        path = self.path_for(run.workflowId, run.id)
+        path = self._record_file(run.workflowId, run.id)
+        active = run.status in ACTIVE
         try:
-            self._index_waits(run)
-            active = run.status in ACTIVE
-            if active:
-                self._mark_active(run)
+            if not (settled_only and active):
+                self._index_waits(run)
+                if active:
+                    self._mark_active(run)
             write_record(path, data + b"\n", final=not active)
             if not active:
                 self._unmark_active(run.id)
         except OSError as exc:
-            shown = path.relative_to(self.layout.root)
+            shown = path[len(self._root_prefix) :] if path.startswith(self._root_prefix) else path
             raise StorageError(
                 f"Could not save run record {shown}: {exc.strerror or exc}. The record on disk is the last "
                 "one saved; free disk space or make .swamp writable, then retry",
@@ -190,23 +203,23 @@ class RunRepository:
     # Written before the record that names the wait, under the run's claim, so a wait in a saved
     # record can always be found. A missing or stale entry is mended from the records.
 
-    def _wait_pointer(self, wait_id: str) -> Path:
-        return self._waits_dir / f"{wait_id}.json"
+    def _wait_pointer(self, wait_id: str) -> str:
+        return f"{self._waits_prefix}{wait_id}.json"
 
     def _index_waits(self, run: WorkflowRun) -> None:
         opened = False
         for _, step in run.steps():
             if step.wait is not None and step.status == "waiting":
                 pointer = self._wait_pointer(step.wait.waitId)
-                if not pointer.exists():
+                if not os.path.exists(pointer):
                     body = {"workflowId": run.workflowId, "runId": run.id}
-                    write_atomic(pointer, json.dumps(body).encode("utf-8"))
+                    write_atomic(Path(pointer), json.dumps(body).encode("utf-8"))
                     opened = True
         if opened:
             # The audit trail is created with the first wait, so that a signal only appends to it:
             # creating a file is the one costly step a signal could otherwise add beside its save.
             with contextlib.suppress(OSError):  # best effort, as the trail itself
-                append_line(self.audit_path(run), None)
+                append_line(self._audit_file(run), None)
 
     def wait_home(self, wait_id: str) -> tuple[str, str] | None:
         """(workflowId, runId) of the run the wait index names for `wait_id`, without reading the
@@ -241,18 +254,22 @@ class RunRepository:
                 continue
             run = self.load_path(path)
             if run.holds_wait(wait_id):
-                write_atomic(pointer, json.dumps({"workflowId": run.workflowId, "runId": run.id}).encode())
+                body = {"workflowId": run.workflowId, "runId": run.id}
+                write_atomic(Path(pointer), json.dumps(body).encode("utf-8"))
                 return run
         return None
 
     def audit_path(self, run: WorkflowRun) -> Path:
-        return self.layout.runs_dir.joinpath(run.workflowId, f"{run.id}.audit.jsonl")
+        return Path(self._audit_file(run))
+
+    def _audit_file(self, run: WorkflowRun) -> str:
+        return f"{self._runs_prefix}{run.workflowId}/{run.id}.audit.jsonl"
 
     def append_audit(self, run: WorkflowRun, entry: dict[str, object]) -> None:
         """Signal attempts, outside the record so a refusal leaves the record byte-identical."""
         # Best effort: a failure to note an attempt must not hide its answer.
         with contextlib.suppress(OSError):
-            append_line(self.audit_path(run), json.dumps(entry, ensure_ascii=False))
+            append_line(self._audit_file(run), json.dumps(entry, ensure_ascii=False))
 
     def read_audit(self, run: WorkflowRun) -> list[dict[str, object]]:
         path = self.audit_path(run)
@@ -266,7 +283,7 @@ class RunRepository:
                 continue
         return entries
 
-    def load_path(self, path: Path) -> WorkflowRun:
+    def load_path(self, path: Path | str) -> WorkflowRun:
         shown = str(path)  # relative to the repository when inside it (string work: this is a hot path)
         if shown.startswith(self._root_prefix):
             shown = shown[len(self._root_prefix) :]
@@ -287,7 +304,7 @@ class RunRepository:
         return run
 
     def load(self, workflow_id: str, run_id: str) -> WorkflowRun:
-        return self.load_path(self.path_for(workflow_id, run_id))
+        return self.load_path(self._record_file(workflow_id, run_id))
 
     def record_paths(self, workflow_id: str | None = None) -> Iterator[Path]:
         base = self.layout.runs_dir
