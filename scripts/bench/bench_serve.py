@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from _common import SWAMP, env, make_repo, remove
-from bench_all import WAITER, durable_floor, open_waits
+from bench_all import WAITER, durable_floor, open_waits, settle
 
 MIB = 1024 * 1024
 
@@ -192,7 +192,9 @@ def main() -> None:
         time.sleep(0.5)  # let it settle: nothing is asked of it yet
         idle = rss_mib(server.proc.pid)
         idle_cpu = cpu_percent(server.proc.pid, args.idle_seconds)
+        settle()
         floor_before = durable_floor(record_size, min(max(args.runs, 50), 500))
+        settle()
         burst = pipelined(server, waits[: args.runs])
         sequential = one_at_a_time(server, waits[args.runs :])
         after = rss_mib(server.proc.pid)
@@ -203,6 +205,7 @@ def main() -> None:
         deadlines_rss = rss_mib(server.proc.pid)
         server.stop()
         server = None
+        settle()
         floor_after = durable_floor(record_size, min(max(args.runs, 50), 500))
         floor = max(floor_before, floor_after)  # the stricter of the two: the disk's pace moves with load
     finally:
