@@ -23,11 +23,7 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
     now = app.clock.now()
     from ..domain.waits import example_value
 
-    others = [
-        e
-        for e in app.runs.active_entries(run.workflowId)
-        if e["status"] == "suspended" and e["runId"] != run.id
-    ]
+    others = app.runs.another_suspended(run.workflowId, run.id)
     waits = [
         {
             "waitId": step.wait.waitId,

@@ -5,15 +5,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
 from ..domain.run import WorkflowRun, parse_iso
 from .files import append_line, read_file, write_atomic, write_record, write_replace
 from .repo import RepoLayout
 
+T = TypeVar("T")
 ACTIVE = frozenset({"pending", "running", "suspended"})
 ENTRY_KEYS = frozenset({"runId", "workflowId", "workflowName", "status", "inputsSha256", "nextDeadline"})
 
@@ -49,6 +50,10 @@ def _covers(written: dict[str, Any], entry: dict[str, Any], exact: bool) -> bool
         return before is not None and parse_iso(before) <= parse_iso(now)
     except (TypeError, ValueError):
         return False
+
+
+class _IndexDamaged(Exception):
+    """An active-run index entry (or the folder) cannot be read: the index is rebuilt."""
 
 
 class RunRepository:
@@ -157,22 +162,56 @@ class RunRepository:
         """The index entries of runs not yet finished: runId, workflowId, workflowName, status,
         inputsSha256, nextDeadline (no unsettled wait ends before it; None when none is open). No
         record is read."""
+        return self._read_index(lambda: list(self._entries(workflow_id)))
+
+    def another_suspended(self, workflow_id: str, run_id: str) -> bool:
+        """Whether a run of the workflow other than `run_id` is suspended, by the index; reads
+        entries only until it finds one."""
+
+        def found() -> bool:
+            entries = self._entries(workflow_id)
+            return any(e["status"] == "suspended" and e["runId"] != run_id for e in entries)
+
+        return self._read_index(found)
+
+    def _read_index(self, read: Callable[[], T]) -> T:
+        """`read` the index, rebuilding it from the records once if it is damaged."""
+        try:
+            return read()
+        except _IndexDamaged:
+            self.rebuild_active_index()
+        try:
+            return read()
+        except _IndexDamaged:
+            raise StorageError(
+                "The active-run index under .swamp/index/active cannot be read even after rebuilding "
+                "it from the records; check that .swamp is readable and writable, then retry",
+                {"path": ".swamp/index/active"},
+            ) from None
+
+    def _entries(self, workflow_id: str | None) -> Iterator[dict[str, Any]]:
+        """The index entries (of one workflow), in the order of their names; _IndexDamaged when
+        one cannot be read. Plain system calls: `workflow run` reads every entry of its workflow."""
         if not self._built_stamp.exists():
             self.rebuild_active_index()
-        entries = []
-        for path in sorted(self._active_dir.glob("*.json")):
+        folder = str(self._active_dir)
+        try:
+            names = sorted(os.listdir(folder))
+        except FileNotFoundError:
+            raise _IndexDamaged from None
+        for name in names:
+            if not name.endswith(".json") or name.startswith("."):
+                continue
             try:
-                entry = json.loads(path.read_text(encoding="utf-8"))
+                entry = json.loads(read_file(f"{folder}/{name}"))
                 if not isinstance(entry, dict) or set(entry) != ENTRY_KEYS:
                     raise ValueError("not an index entry")
             except FileNotFoundError:
                 continue
             except (OSError, ValueError):
-                self.rebuild_active_index()
-                return self.active_entries(workflow_id)
+                raise _IndexDamaged from None
             if workflow_id is None or entry["workflowId"] == workflow_id:
-                entries.append(entry)
-        return entries
+                yield entry
 
     def active_runs(self, workflow_id: str | None = None) -> tuple[list[WorkflowRun], list[RunUnreadable]]:
         """Every run not yet finished (pending, running, suspended), newest first."""
