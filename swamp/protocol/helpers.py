@@ -271,6 +271,20 @@ def main() -> None:
         os.close(1)  # nothing left to say; a closed pipe must not print at exit
 
 
+def _warm() -> None:
+    """Import what answering a signal needs before saying ready: the first signals handed to a
+    fresh helper would otherwise wait for these imports (about 0.1 s) in both helpers at once."""
+    import base64  # noqa: F401 - imported for its side effect: loaded now, not on the first signal
+    import getpass  # noqa: F401 - who signed, for the receipt
+    import hashlib  # noqa: F401
+
+    from ..app import signals  # noqa: F401
+    from ..domain import fastschema, inputs  # noqa: F401
+    from ..store.files import _exchange_supported
+
+    _exchange_supported()  # loads ctypes and looks up renameat2 once
+
+
 def _serve_parent() -> None:
     import signal
 
@@ -279,6 +293,7 @@ def _serve_parent() -> None:
     from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
     from .requests import handle
 
+    _warm()
     out = sys.stdout.buffer
     out.write(_READY)
     out.flush()
