@@ -188,7 +188,8 @@ def add_history(root: Path, count: int) -> None:
         (folder / f"{run_id}.json").write_text(json.dumps(record))
 
 
-def hot_paths(root: Path, repeats: int) -> dict[str, float]:
+def prepare_hot_paths(root: Path, repeats: int) -> tuple[list[str], list[str]]:
+    """Open waits and approved-gate runs for `repeats` rounds of the hot paths."""
     waits = open_waits(root, repeats * 2, offset=1_000_000)
     gated = []
     for i in range(repeats):
@@ -200,35 +201,48 @@ def hot_paths(root: Path, repeats: int) -> dict[str, float]:
             check=True,
         )
         gated.append(json.loads(done.stdout)["id"])
-    samples: dict[str, list[float]] = {"waits": [], "signal": [], "approvals": [], "resume": []}
-    for i in range(repeats):
-        samples["waits"].append(timed([SWAMP, "workflow", "waits", "--json"], cwd=root))
-        samples["approvals"].append(timed([SWAMP, "workflow", "approvals", "--json"], cwd=root))
-        samples["signal"].append(
-            timed([SWAMP, "workflow", "signal", waits[i], "--payload", '{"verdict":"ship"}'], cwd=root)
-        )
-        subprocess.run(
-            [SWAMP, "workflow", "approve", "gated", "gate", "--run", gated[i]],
-            cwd=root,
-            capture_output=True,
-            env=env(),
-            check=True,
-        )
-        samples["resume"].append(timed([SWAMP, "workflow", "resume", "gated", "--run", gated[i]], cwd=root))
-    return {k: median_ms(v) for k, v in samples.items()}
+    return waits, gated
+
+
+def hot_paths_round(root: Path, wait_id: str, gated_run: str, samples: dict[str, list[float]]) -> None:
+    samples["waits"].append(timed([SWAMP, "workflow", "waits", "--json"], cwd=root))
+    samples["approvals"].append(timed([SWAMP, "workflow", "approvals", "--json"], cwd=root))
+    samples["signal"].append(
+        timed([SWAMP, "workflow", "signal", wait_id, "--payload", '{"verdict":"ship"}'], cwd=root)
+    )
+    subprocess.run(
+        [SWAMP, "workflow", "approve", "gated", "gate", "--run", gated_run],
+        cwd=root,
+        capture_output=True,
+        env=env(),
+        check=True,
+    )
+    samples["resume"].append(timed([SWAMP, "workflow", "resume", "gated", "--run", gated_run], cwd=root))
 
 
 def history_scaling(history: int, repeats: int) -> dict[str, object]:
+    """The hot paths in a repository with `history` finished runs and in one without, round by
+    round in turn (so that both see the same moments of a noisy machine), after the writes of
+    setting them up have been flushed."""
     files = {"workflows/workflow-waiter.yaml": WAITER, "workflows/workflow-gated.yaml": GATED}
     empty = make_repo(files)
     full = make_repo(files)
     try:
         add_history(full, history)
-        base = hot_paths(empty, repeats)
-        loaded = hot_paths(full, repeats)
+        prepared = {root: prepare_hot_paths(root, repeats) for root in (empty, full)}
+        samples: dict[Path, dict[str, list[float]]] = {
+            root: {"waits": [], "signal": [], "approvals": [], "resume": []} for root in (empty, full)
+        }
+        settle()
+        for i in range(repeats):
+            for root in (empty, full) if i % 2 == 0 else (full, empty):
+                waits, gated = prepared[root]
+                hot_paths_round(root, waits[i], gated[i], samples[root])
     finally:
         remove(empty)
         remove(full)
+    base = {k: median_ms(v) for k, v in samples[empty].items()}
+    loaded = {k: median_ms(v) for k, v in samples[full].items()}
     ratios = {k: round(loaded[k] / base[k], 3) for k in base}
     return {
         "finishedRuns": history,
