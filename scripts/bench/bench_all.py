@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -286,53 +287,79 @@ def durable_floor(size: int, count: int) -> float:
         remove(folder)
 
 
-def throughput(count: int) -> dict[str, object]:
-    """Signals through one `swamp --jsonl` process: the rate between the first and the last reply."""
+def signal_burst(root: Path, waits: list[str]) -> tuple[float, int]:
+    """Every signal written at once into one `swamp --jsonl`: (signals per second between the first
+    and the last done, signals accepted)."""
+    frames = [
+        {"type": "workflow.signal", "id": f"s{i}", "payload": {"waitId": w, "payload": {"verdict": "ship"}}}
+        for i, w in enumerate(waits)
+    ]
+    proc = subprocess.Popen(
+        [SWAMP, "--jsonl"], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env()
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("".join(json.dumps(f) + "\n" for f in frames).encode())
+    proc.stdin.close()
+    stamps = []
+    accepted = 0
+    for line in proc.stdout:
+        reply = json.loads(line)
+        if reply["type"] == "done":
+            stamps.append(time.perf_counter())
+        elif reply["type"] == "workflow.signal":
+            accepted += 1
+    proc.wait()
+    rate = (len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9) if len(stamps) > 1 else 0.0
+    return rate, accepted
+
+
+def throughput(count: int, trials: int = 3) -> dict[str, object]:
+    """Signals through one `swamp --jsonl` process to `count` distinct waits, in `trials` bursts on
+    copies of one repository, each between two measures of the durable-write floor. A burst is
+    compared with the stricter (faster) of the floors beside it, and the figure is the median of
+    the trials: the floor alone moves by a quarter within a minute on this machine."""
     root = make_repo({"workflows/workflow-waiter.yaml": WAITER})
+    copies = []
     try:
         waits = open_waits(root, count)
-        record = next(root.glob(".swamp/workflow-runs/*/*.json"))
+        size = next(root.glob(".swamp/workflow-runs/*/*.json")).stat().st_size
+        for i in range(1, trials):
+            copies.append(root.with_name(f"{root.name}-copy{i}"))
+            shutil.copytree(root, copies[-1], symlinks=True)
+        floors: list[float] = []
+        bursts: list[tuple[float, int]] = []
+        for repo in [root, *copies]:
+            settle()
+            floors.append(durable_floor(size, min(count, 500)))
+            settle()
+            bursts.append(signal_burst(repo, waits))
         settle()
-        floor_before = durable_floor(record.stat().st_size, min(count, 500))
-        settle()
-        frames = [
-            {
-                "type": "workflow.signal",
-                "id": f"s{i}",
-                "payload": {"waitId": w, "payload": {"verdict": "ship"}},
-            }
-            for i, w in enumerate(waits)
-        ]
-        proc = subprocess.Popen(
-            [SWAMP, "--jsonl"], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env()
-        )
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write("".join(json.dumps(f) + "\n" for f in frames).encode())
-        proc.stdin.close()
-        stamps = []
-        accepted = 0
-        for line in proc.stdout:
-            reply = json.loads(line)
-            if reply["type"] == "done":
-                stamps.append(time.perf_counter())
-            elif reply["type"] == "workflow.signal":
-                accepted += 1
-        proc.wait()
-        settle()
-        floor_after = durable_floor(record.stat().st_size, min(count, 500))
+        floors.append(durable_floor(size, min(count, 500)))
     finally:
-        remove(root)
-    rate = (len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9) if len(stamps) > 1 else 0.0
-    floor = max(floor_before, floor_after)  # the disk's pace moves with the machine's load: the stricter
+        for repo in [root, *copies]:
+            remove(repo)
+    runs = []
+    for i, (rate, accepted) in enumerate(bursts):
+        floor = max(floors[i], floors[i + 1])
+        runs.append(
+            {
+                "accepted": accepted,
+                "signalsPerSecond": round(rate, 1),
+                "floorBeforeAndAfter": [round(floors[i], 1), round(floors[i + 1], 1)],
+                "ratioToFloor": round(rate / floor, 3),
+            }
+        )
+    middle = sorted(runs, key=lambda r: r["ratioToFloor"])[(len(runs) - 1) // 2]  # the lower middle
     return {
         "signals": count,
-        "accepted": accepted,
-        "signalsPerSecond": round(rate, 1),
-        "durableWriteFloorPerSecond": round(floor, 1),
-        "floorBeforeAndAfter": [round(floor_before, 1), round(floor_after, 1)],
-        "ratioToFloor": round(rate / floor, 3),
+        "accepted": middle["accepted"],
+        "signalsPerSecond": middle["signalsPerSecond"],
+        "durableWriteFloorPerSecond": max(middle["floorBeforeAndAfter"]),
+        "floorBeforeAndAfter": middle["floorBeforeAndAfter"],
+        "ratioToFloor": middle["ratioToFloor"],
+        "trials": runs,
         "target": 0.7,
-        "met": rate / floor >= 0.7,
+        "met": middle["ratioToFloor"] >= 0.7,
     }
 
 
@@ -407,7 +434,7 @@ def main() -> None:
         "smoke": smoke,
         "commandStart": command_start(2 if smoke else 15),
         "history": history_scaling(50 if smoke else 10_000, 1 if smoke else 7),
-        "throughput": throughput(20 if smoke else 1000),
+        "throughput": throughput(20 if smoke else 1000, 2 if smoke else 3),
         "engine": engine((10, 100) if smoke else (1000, 10_000), 1 if smoke else 3),
         "expressions": expressions(0.2 if smoke else 2.0),
     }
