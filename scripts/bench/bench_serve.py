@@ -9,7 +9,10 @@
   the runs opened first through `swamp --jsonl`), beside the durable-write floor of the same disk
   measured in the same run (write, fsync, rename, fsync dir of a file the size of a run record;
   `durable_floor` of bench_all.py). Target: at least 70% of the floor. The headline rate sends
-  every signal at once (pipelined) and counts from the first send to the last `done`; a smaller
+  every signal at once (pipelined) and counts from the first send to the last `done`, in --trials
+  bursts (the first on the serve measured above, each other on a fresh serve over a copy of the
+  repository taken before any signal), each beside the floors just before and after it; the
+  median ratio is reported, with every trial beside it. A smaller
   one-at-a-time sample (send, wait for done, next) is reported beside it.
 
 `--smoke` runs tiny sizes so CI keeps the script working; no target is asserted anywhere.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -182,12 +186,13 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", type=int, default=1000, help="runs (one wait each), signalled at once")
+    parser.add_argument("--trials", type=int, default=3, help="pipelined bursts (median reported)")
     parser.add_argument("--sequential", type=int, default=100, help="more runs, signalled one at a time")
     parser.add_argument("--idle-seconds", type=float, default=3.0, help="how long idle CPU is measured")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, to check that the script works")
     args = parser.parse_args()
     if args.smoke:
-        args.runs, args.sequential, args.idle_seconds = 20, 5, 1.0
+        args.runs, args.sequential, args.idle_seconds, args.trials = 20, 5, 1.0, 2
     root = make_repo({"workflows/workflow-waiter.yaml": WAITER})
     server = None
     try:
@@ -199,19 +204,35 @@ def main() -> None:
         records = list(root.glob(".swamp/workflow-runs/*/*.json"))
         record_size = round(sum(p.stat().st_size for p in records) / len(records))
 
+        copies = [root.with_name(f"{root.name}-copy{i}") for i in range(1, args.trials)]
+        for copy in copies:  # taken before any signal: each burst signals the same open waits
+            shutil.copytree(root, copy, symlinks=True)
+        floor_size = min(max(args.runs, 50), 500)
+
         server = Server(root)
         ready_after = server.ready_after
         time.sleep(1.0)  # let it settle (its helpers start at launch): nothing is asked of it yet
         idle = rss_mib(server.proc.pid)
         helpers_idle = [rss_mib(child).get("VmRSS") for child in child_pids(server.proc.pid)]
         idle_cpu = cpu_percent(server.proc.pid, args.idle_seconds)
+        floors: list[float] = []
+        bursts: list[dict[str, object]] = []
         settle()
-        floor_before = durable_floor(record_size, min(max(args.runs, 50), 500))
+        floors.append(durable_floor(record_size, floor_size))
         settle()
-        burst = pipelined(server, waits[: args.runs])
+        bursts.append(pipelined(server, waits[: args.runs]))
         sequential = one_at_a_time(server, waits[args.runs :])
         after = rss_mib(server.proc.pid)
         exit_code = server.stop()
+        for copy in copies:  # a fresh serve on each copy, warmed as the first one was
+            server = Server(copy)
+            time.sleep(1.0)
+            settle()
+            floors.append(durable_floor(record_size, floor_size))
+            settle()
+            bursts.append(pipelined(server, waits[: args.runs]))
+            server.stop()
+            server = None
         server = Server(root, "--enforce-deadlines")  # every run is still suspended (not resumed)
         time.sleep(0.5)
         deadlines_cpu = cpu_percent(server.proc.pid, args.idle_seconds)
@@ -219,13 +240,17 @@ def main() -> None:
         server.stop()
         server = None
         settle()
-        floor_after = durable_floor(record_size, min(max(args.runs, 50), 500))
-        floor = max(floor_before, floor_after)  # the stricter of the two: the disk's pace moves with load
+        floors.append(durable_floor(record_size, floor_size))
     finally:
         if server is not None and server.proc.poll() is None:
             server.proc.kill()
-        remove(root)
-    rate = float(burst["signalsPerSecond"])  # type: ignore[arg-type]
+        for repo in [root, *copies]:
+            remove(repo)
+    for i, burst in enumerate(bursts):
+        # Beside the stricter (faster) of the two floors around it: the disk's pace moves with load.
+        burst["floorBeforeAndAfter"] = [round(floors[i], 1), round(floors[i + 1], 1)]
+        burst["ratioToFloor"] = round(float(burst["signalsPerSecond"]) / max(floors[i], floors[i + 1]), 3)  # type: ignore[arg-type]
+    middle = sorted(bursts, key=lambda b: float(b["ratioToFloor"]))[(len(bursts) - 1) // 2]  # type: ignore[arg-type]
     report = {
         "benchmark": "serve",
         "python": sys.version.split()[0],
@@ -251,13 +276,14 @@ def main() -> None:
             "runsOpened": len(waits),
             "openedInSeconds": round(opened_in, 2),
             "recordBytes": record_size,
-            "pipelined": burst,
+            "pipelined": middle,  # the median of the trials by ratio
+            "pipelinedTrials": bursts,
             "oneAtATime": sequential,
-            "durableWriteFloorPerSecond": round(floor, 1),
-            "floorBeforeAndAfter": [round(floor_before, 1), round(floor_after, 1)],
-            "ratioToFloor": round(rate / floor, 3),
+            "durableWriteFloorPerSecond": max(middle["floorBeforeAndAfter"]),  # type: ignore[type-var]
+            "floorBeforeAndAfter": middle["floorBeforeAndAfter"],
+            "ratioToFloor": middle["ratioToFloor"],
             "target": 0.7,
-            "met": rate / floor >= 0.7,
+            "met": float(middle["ratioToFloor"]) >= 0.7,  # type: ignore[arg-type]
         },
         "serveExitCode": exit_code,
     }
