@@ -271,9 +271,10 @@ def main() -> None:
         os.close(1)  # nothing left to say; a closed pipe must not print at exit
 
 
-def _warm() -> None:
-    """Import what answering a signal needs before saying ready: the first signals handed to a
-    fresh helper would otherwise wait for these imports (about 0.1 s) in both helpers at once."""
+def warm() -> None:
+    """Import what answering a signal needs, ahead of the first signal: a helper does it before it
+    says ready, serve at launch. Otherwise the first signals wait for these imports (about 0.1 s),
+    and in serve every request read behind them waits too."""
     import base64  # noqa: F401 - imported for its side effect: loaded now, not on the first signal
     import getpass  # noqa: F401 - who signed, for the receipt
     import hashlib  # noqa: F401
@@ -293,7 +294,7 @@ def _serve_parent() -> None:
     from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
     from .requests import handle
 
-    _warm()
+    warm()
     out = sys.stdout.buffer
     out.write(_READY)
     out.flush()

@@ -29,7 +29,7 @@ from .. import __version__
 from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
 from ..domain.run import parse_iso
 from ..engine.ports import HOSTED_RUNS, RunHooks
-from .helpers import Helpers, Request
+from .helpers import Helpers, Request, warm
 from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
 from .requests import handle
 
@@ -516,6 +516,9 @@ def run_server(options: ServeOptions) -> int:
     threading.Thread(target=read_stdin, name="swamp-serve-stdin", daemon=True).start()
     server.log(f"ready (version {__version__}, pid {os.getpid()})")
     server.helpers.start_soon()  # warm before the first burst of signals
+    # The signals answered here (one alone, or any while helpers are off) should not pay for the
+    # imports either: the first one would hold up every request read behind it.
+    threading.Thread(target=warm, name="swamp-serve-warm", daemon=True).start()
     while not server.finished.wait(0.2):
         pass
     if stop_signal:
