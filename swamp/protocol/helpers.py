@@ -4,10 +4,12 @@ CPython runs one thread at a time, so one process answers a few hundred signals 
 many threads it gives them; a signal is mostly Python work between two fsyncs. When a program
 pipelines signals into one `swamp --jsonl` or `swamp serve` (BACKLOG of them in flight), the
 process starts a few helpers (`python -m swamp.protocol.helpers`, one per core) and hands each
-next signal to the least busy one. A helper answers with the same `answer` as this process, so
-the frames are the same bytes; it sends them back and they are written here. The run claim keeps
-runs consistent across processes, as it does between two commands. A single signal, or a stream
-that is not busy, never starts a helper.
+next signal to the one with the most room; when all are full it waits in a queue, and the helper
+that answers next takes it (no thread per waiting signal). A helper that dies mid-request leaves
+an `internal_error` for what it may have seen; what it never saw is answered here. A helper
+answers with the same `answer` as this process, so the frames are the same bytes; it sends them
+back and they are written here. The run claim keeps runs consistent across processes, as it does
+between two commands. A single signal, or a stream that is not busy, never starts a helper.
 
 Parent to helper, one JSON line per request: {"seq", "frame" (the request line as read),
 "number" (its line number), "repoDir"}; the helper parses the frame again, so it sees exactly what
@@ -17,13 +19,16 @@ Helper to parent: "ready", then for each request a line "<seq> <count>" and its 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,14 +43,17 @@ _READY = b"ready\n"
 
 
 class Helpers:
-    """The helper processes of one serving process; every method may be called from any thread."""
+    """The helper processes of one serving process; every method may be called from any thread.
+
+    Each helper holds at most PER_HELPER requests. A signal that finds every helper full waits in
+    a queue here (no thread of its own), and the helper that answers next takes it."""
 
     def __init__(self, count: int | None = None):
         self._count = _helper_count() if count is None else count
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the counts, the queue and which helper has room
         self._in_flight = 0  # signals read and not answered yet, wherever they run
         self._helpers: list[_Helper] = []
-        self._room = threading.Condition()  # notified whenever a helper has a free slot again
+        self._waiting: collections.deque[_Pending] = collections.deque()
         self._state = "idle" if self._count > 0 else "off"  # idle, starting, ready, off
 
     def start_soon(self) -> None:
@@ -73,40 +81,63 @@ class Helpers:
                 self._in_flight -= 1
 
     def hand_off(
-        self,
-        request: Request,
-        write_lines: Callable[[str], None],
-        done: Callable[[], None],
-        *,
-        wait: bool = False,
+        self, request: Request, write_lines: Callable[[str], None], done: Callable[[], None]
     ) -> bool:
-        """Send `request` to the least busy helper: its frames go to `write_lines`, then `done` is
-        called (also when the helper dies first). Returns once it is sent, after waiting for room
-        at a helper when `wait`. False when no helper is ready, or there was no room and not
-        `wait`, or nothing else is in flight: the caller answers it itself."""
+        """Give `request` to the helper with the most room, or queue it for the next helper that
+        answers: its frames go to `write_lines`, then `done` is called (also when a helper dies
+        first). False when no helper is ready or nothing else is in flight: the caller answers it
+        itself."""
         if request.type not in HANDED_OFF or self._state != "ready" or self._in_flight < HAND_OFF_AT:
             return False
+        pending = (request, write_lines, done)
         while True:
-            with self._room:  # a slot given back meanwhile is seen here or wakes the wait below
-                with self._lock:
-                    live = sorted((h for h in self._helpers if h.alive), key=lambda h: len(h.pending))
+            with self._lock:
+                live = [h for h in self._helpers if h.alive]
                 if not live:
                     return False
-                helper = next((h for h in live if h.slots.acquire(blocking=False)), None)
-                if helper is None:
-                    if not wait:
-                        return False
-                    self._room.wait(timeout=1.0)
-                    continue
-            if helper.send(request, write_lines, done):
-                return True
+                helper = max(live, key=lambda h: h.room)
+                if helper.room == 0:
+                    self._waiting.append(pending)
+                    return True
+                helper.room -= 1
+            if helper.send(*pending):
+                return True  # else it died meanwhile: try the others
 
-    def _made_room(self) -> None:
-        with self._room:
-            self._room.notify()
+    def _answered(self, helper: _Helper) -> None:
+        """A helper answered a request: it takes the next waiting one, or has room for one more."""
+        while True:
+            with self._lock:
+                if not self._waiting or not helper.alive:
+                    helper.room += 1
+                    return
+                pending = self._waiting.popleft()
+            if helper.send(*pending):
+                return
+            self._place_or_answer_here(pending)
+            return
+
+    def _lost(self, helper: _Helper) -> None:
+        """A helper died: what waits for a helper goes to the others, or is answered here."""
+        with self._lock:
+            if any(h.alive for h in self._helpers):
+                return  # the live ones take the waiting requests as they answer
+            waiting, self._waiting = list(self._waiting), collections.deque()
+        for pending in waiting:
+            answer_here(*pending)
+
+    def _place_or_answer_here(self, pending: _Pending) -> None:
+        if not self.hand_off(*pending):
+            answer_here(*pending)
 
     def close(self, *, wait: bool = True) -> None:
-        """No more requests: each helper answers what it holds and exits; `wait` for that."""
+        """No more requests: each helper answers what it holds (and, with `wait`, what waits for
+        a helper) and exits; `wait` for that."""
+        if wait:
+            while True:
+                with self._lock:
+                    if not self._waiting or not any(h.alive for h in self._helpers):
+                        break
+                time.sleep(0.005)
         with self._lock:
             helpers, self._state = self._helpers, "off"
         for helper in helpers:
@@ -117,7 +148,7 @@ class Helpers:
 
     def _start(self) -> None:
         spawned = [_Helper.spawn() for _ in range(self._count)]  # all start importing at once
-        started = [_Helper.when_ready(p, self._made_room) for p in spawned if p is not None]
+        started = [_Helper.when_ready(p, self._answered, self._lost) for p in spawned if p is not None]
         helpers = [h for h in started if h is not None]
         with self._lock:
             if self._state != "starting":  # closed meanwhile
@@ -152,16 +183,30 @@ _Pending = tuple[Request, Callable[[str], None], Callable[[], None]]
 
 
 class _Helper:
-    def __init__(self, process: subprocess.Popen[bytes], made_room: Callable[[], None]):
+    """One helper process. Request lines go to it through a queue and a thread of its own, so
+    neither the reader of a connection nor the reader of this helper's answers ever waits on its
+    pipe (a helper blocked on writing answers would otherwise wait for the thread blocked on
+    writing it a request)."""
+
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        answered: Callable[[_Helper], None],
+        lost: Callable[[_Helper], None],
+    ):
         self.process = process
-        self._made_room = made_room
+        self._answered = answered
+        self._lost = lost
         self.pending: dict[int, _Pending] = {}
-        self.slots = threading.BoundedSemaphore(PER_HELPER)  # taken by the caller of send
+        self._written: set[int] = set()  # requests that may have reached the helper
+        self.room = PER_HELPER  # requests it may still be sent; counted under Helpers._lock
         self.alive = True
-        self._lock = threading.Lock()  # pending and alive
-        self._send_lock = threading.Lock()  # one request line at a time into the pipe
+        self._lock = threading.Lock()  # pending, _written and alive
         self._next = 0
+        self._outbox: queue.SimpleQueue[tuple[int, bytes] | None] = queue.SimpleQueue()
+        self.sender = threading.Thread(target=self._send_requests, name="swamp-helper-send", daemon=True)
         self.answers = threading.Thread(target=self._read_answers, name="swamp-helper-answers", daemon=True)
+        self.sender.start()
         self.answers.start()
 
     @staticmethod
@@ -177,7 +222,12 @@ class _Helper:
             return None
 
     @classmethod
-    def when_ready(cls, process: subprocess.Popen[bytes], made_room: Callable[[], None]) -> _Helper | None:
+    def when_ready(
+        cls,
+        process: subprocess.Popen[bytes],
+        answered: Callable[[_Helper], None],
+        lost: Callable[[_Helper], None],
+    ) -> _Helper | None:
         """The helper once it says it is ready; None (and the process gone) if it never does."""
         assert process.stdout is not None
         if process.stdout.readline() != _READY:
@@ -185,41 +235,47 @@ class _Helper:
                 process.kill()
             process.wait()
             return None
-        return cls(process, made_room)
+        return cls(process, answered, lost)
 
     def send(self, request: Request, write_lines: Callable[[str], None], done: Callable[[], None]) -> bool:
-        """Queue `request` here, holding one of `slots` (given back once it is answered)."""
+        """Queue `request` for this helper (its room was taken by the caller); False if it is dead.
+        Never waits on the pipe."""
         body = {"frame": request.frame, "number": request.number, "repoDir": request.repo_dir}
         with self._lock:
             if not self.alive:
-                self.slots.release()
                 return False
             seq = self._next
             self._next += 1
             self.pending[seq] = (request, write_lines, done)
-        line = (json.dumps({"seq": seq, **body}) + "\n").encode("utf-8")
-        with self._send_lock:  # not under _lock: the answer reader must never wait for a pipe
-            try:
-                assert self.process.stdin is not None
-                self.process.stdin.write(line)
-                self.process.stdin.flush()
-                return True
-            except (OSError, ValueError):
-                pass
-        with self._lock:
-            taken = self.pending.pop(seq, None)
-            self.alive = False
-        if taken is None:  # the reader already answered it as orphaned
-            return True
-        self.slots.release()
-        return False
+        self._outbox.put((seq, (json.dumps({"seq": seq, **body}) + "\n").encode("utf-8")))
+        return True
 
     def close(self) -> None:
+        """No more requests: the helper gets EOF once what was queued for it is written."""
         with self._lock:
             self.alive = False
-        with self._send_lock, contextlib.suppress(OSError, ValueError):
-            assert self.process.stdin is not None
-            self.process.stdin.close()
+        self._outbox.put(None)
+
+    def _send_requests(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        while True:
+            item = self._outbox.get()
+            if item is None:
+                break
+            seq, line = item
+            with self._lock:
+                self._written.add(seq)  # before the write: a failed write may still have delivered it
+            try:
+                stdin.write(line)
+                if self._outbox.empty():
+                    stdin.flush()
+            except (OSError, ValueError):
+                with self._lock:
+                    self.alive = False
+                break
+        with contextlib.suppress(OSError, ValueError):
+            stdin.close()
 
     def _read_answers(self) -> None:
         stdout = self.process.stdout
@@ -233,19 +289,24 @@ class _Helper:
                 lines = [stdout.readline() for _ in range(int(count_text))]
                 with self._lock:
                     _, write_lines, done = self.pending.pop(int(seq_text))
+                    self._written.discard(int(seq_text))
                 try:
                     write_lines(b"".join(lines).decode("utf-8", "surrogateescape"))
                 finally:
-                    self.slots.release()
-                    self._made_room()
                     done()
+                    self._answered(self)
         except (OSError, ValueError, KeyError):
             pass
         code = self.process.wait()
         with self._lock:
             self.alive = False
             orphans, self.pending = self.pending, {}
-        for request, write_lines, done in orphans.values():
+            written = self._written
+        self._outbox.put(None)  # the sender, if it still waits for work, stops
+        for seq, (request, write_lines, done) in sorted(orphans.items()):
+            if seq not in written:  # the helper never saw it: answered here instead, as if sent here
+                answer_here(request, write_lines, done)
+                continue
             error = InternalError(
                 f"the helper process answering this {request.type} stopped (exit code {code}) before "
                 "it answered; whether it took effect shows in: swamp workflow wait show <waitId>"
@@ -257,9 +318,8 @@ class _Helper:
             try:
                 write_lines("".join(json.dumps(f, separators=(",", ":")) + "\n" for f in frames))
             finally:
-                self.slots.release()
-                self._made_room()
                 done()
+        self._lost(self)
 
 
 def main() -> None:
@@ -282,6 +342,7 @@ def warm() -> None:
     from ..app import signals  # noqa: F401
     from ..domain import fastschema, inputs  # noqa: F401
     from ..store.files import _exchange_supported
+    from . import jsonl, requests  # noqa: F401
 
     _exchange_supported()  # loads ctypes and looks up renameat2 once
 
@@ -291,34 +352,45 @@ def _serve_parent() -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when helpers stop: at EOF
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
-    from .requests import handle
-
     warm()
     out = sys.stdout.buffer
     out.write(_READY)
     out.flush()
     for raw in sys.stdin.buffer:
         request = json.loads(raw)
-        buffer = io.StringIO()
-        writer = FrameWriter(buffer)
-        number = request["number"]
-        try:
-            request_id, request_type, payload = parse_frame(request["frame"], number, set())
-        except BadFrame as bad:  # the parent parsed it already: only a mismatch of versions
-            refuse(writer, bad.request_id, bad.error, number)
-        else:
-            repo_dir = request.get("repoDir")
-            if repo_dir is not None and "repoDir" not in payload:
-                payload = {**payload, "repoDir": repo_dir}
-            if request_type in HANDED_OFF:
-                answer(writer, request_id, request_type, payload, handle, number)
-            else:
-                error = InternalError(f"a helper process does not answer {request_type}")
-                refuse(writer, request_id, error, number)
-        frames = buffer.getvalue()
+        frames = _frames_for(request["frame"], request["number"], request.get("repoDir"))
         out.write(f"{request['seq']} {frames.count(chr(10))}\n{frames}".encode("utf-8", "surrogateescape"))
         out.flush()
+
+
+def answer_here(request: Request, write_lines: Callable[[str], None], done: Callable[[], None]) -> None:
+    """Answer `request` in this process, as a helper would have (when none is left to take it)."""
+    try:
+        write_lines(_frames_for(request.frame, request.number, request.repo_dir))
+    finally:
+        done()
+
+
+def _frames_for(frame: str, number: int, repo_dir: str | None) -> str:
+    """The frames that answer one request line, its frame parsed again from the line as read."""
+    from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
+    from .requests import handle
+
+    buffer = io.StringIO()
+    writer = FrameWriter(buffer)
+    try:
+        request_id, request_type, payload = parse_frame(frame, number, set())
+    except BadFrame as bad:  # the parent parsed it already: only a mismatch of versions
+        refuse(writer, bad.request_id, bad.error, number)
+    else:
+        if repo_dir is not None and "repoDir" not in payload:
+            payload = {**payload, "repoDir": repo_dir}
+        if request_type in HANDED_OFF:
+            answer(writer, request_id, request_type, payload, handle, number)
+        else:
+            error = InternalError(f"a helper process does not answer {request_type}")
+            refuse(writer, request_id, error, number)
+    return buffer.getvalue()
 
 
 if __name__ == "__main__":

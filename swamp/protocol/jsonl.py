@@ -203,18 +203,12 @@ def serve(
             request = Request(request_id, request_type, line, number, repo_dir)
             finish = functools.partial(helpers.finished, request_type)
             if not helpers.hand_off(request, writer.write_lines, finish):
-                pool.submit(_answer_here_or_there, writer, helpers, request, payload, finish)
+                pool.submit(_answer_here, writer, request, payload, finish)
     helpers.close()  # after the pool: a request it held may have gone to a helper
     return 0
 
 
-def _answer_here_or_there(
-    writer: FrameWriter, helpers: Helpers, request: Request, payload: Any, finish: Callable[[], None]
-) -> None:
-    """A helper process answers a signal when helpers are running and other signals are in flight
-    (a program pipelining them); this process answers everything else."""
-    if helpers.hand_off(request, writer.write_lines, finish, wait=True):
-        return
+def _answer_here(writer: FrameWriter, request: Request, payload: Any, finish: Callable[[], None]) -> None:
     try:
         answer(writer, request.id, request.type, payload, handle, request.number)
     finally:

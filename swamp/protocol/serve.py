@@ -140,8 +140,6 @@ class Server:
             self.helpers.finished(request_type)
 
         def work() -> None:
-            if request is not None and self._handed_off(request, flight, finish, wait=True):
-                return
             try:
                 answer(
                     flight,
@@ -156,13 +154,11 @@ class Server:
         if request is None or not self._handed_off(request, flight, finish):
             self.pool.submit(work)
 
-    def _handed_off(
-        self, request: Request, flight: InFlight, finish: Callable[[], None], *, wait: bool = False
-    ) -> bool:
+    def _handed_off(self, request: Request, flight: InFlight, finish: Callable[[], None]) -> bool:
         """Sent to a helper process (a signal in a busy stream); False to answer it here."""
         if self.shutting_down.is_set():
             return False
-        return self.helpers.hand_off(request, flight.write_lines, finish, wait=wait)
+        return self.helpers.hand_off(request, flight.write_lines, finish)
 
     def dispatch(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
         if request_type == "serve.status":
