@@ -203,12 +203,18 @@ def serve(
             request = Request(request_id, request_type, line, number, repo_dir)
             finish = functools.partial(helpers.finished, request_type)
             if not helpers.hand_off(request, writer.write_lines, finish):
-                pool.submit(_answer_here, writer, request, payload, finish)
+                pool.submit(_answer_here_or_there, writer, helpers, request, payload, finish)
     helpers.close()  # after the pool: a request it held may have gone to a helper
     return 0
 
 
-def _answer_here(writer: FrameWriter, request: Request, payload: Any, finish: Callable[[], None]) -> None:
+def _answer_here_or_there(
+    writer: FrameWriter, helpers: Helpers, request: Request, payload: Any, finish: Callable[[], None]
+) -> None:
+    """Answered here, unless helpers became ready since the request was read (a burst read while
+    they were starting goes to them as soon as they can take it)."""
+    if helpers.hand_off(request, writer.write_lines, finish):
+        return
     try:
         answer(writer, request.id, request.type, payload, handle, request.number)
     finally:

@@ -140,6 +140,8 @@ class Server:
             self.helpers.finished(request_type)
 
         def work() -> None:
+            if request is not None and self._handed_off(request, flight, finish):
+                return  # helpers became ready since it was read
             try:
                 answer(
                     flight,
