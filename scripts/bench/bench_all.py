@@ -16,6 +16,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from _common import SWAMP, env, make_repo, median_ms, remove, timed
 
@@ -313,43 +314,49 @@ def signal_burst(root: Path, waits: list[str]) -> tuple[float, int]:
     return rate, accepted
 
 
+def copies_of(root: Path, count: int) -> list[Path]:
+    """`count` copies of the repository beside it (each burst of a trial signals the same waits)."""
+    copies = [root.with_name(f"{root.name}-copy{i}") for i in range(1, count + 1)]
+    for copy in copies:
+        shutil.copytree(root, copy, symlinks=True)
+    return copies
+
+
+def beside_floors(bursts: list[dict[str, Any]], floors: list[float]) -> dict[str, Any]:
+    """Set each burst beside the stricter (faster) of the floors measured just before and after
+    it (`floors` has one more than `bursts`), and return the burst of the median ratio (the lower
+    middle for an even count): the disk's pace moves with the machine's load."""
+    for i, burst in enumerate(bursts):
+        burst["floorBeforeAndAfter"] = [round(floors[i], 1), round(floors[i + 1], 1)]
+        burst["ratioToFloor"] = round(burst["signalsPerSecond"] / max(floors[i], floors[i + 1]), 3)
+    return sorted(bursts, key=lambda b: b["ratioToFloor"])[(len(bursts) - 1) // 2]
+
+
 def throughput(count: int, trials: int = 3) -> dict[str, object]:
     """Signals through one `swamp --jsonl` process to `count` distinct waits, in `trials` bursts on
     copies of one repository, each between two measures of the durable-write floor. A burst is
     compared with the stricter (faster) of the floors beside it, and the figure is the median of
     the trials: the floor alone moves by a quarter within a minute on this machine."""
     root = make_repo({"workflows/workflow-waiter.yaml": WAITER})
-    copies = []
+    copies: list[Path] = []
     try:
         waits = open_waits(root, count)
         size = next(root.glob(".swamp/workflow-runs/*/*.json")).stat().st_size
-        for i in range(1, trials):
-            copies.append(root.with_name(f"{root.name}-copy{i}"))
-            shutil.copytree(root, copies[-1], symlinks=True)
+        copies = copies_of(root, trials - 1)
         floors: list[float] = []
-        bursts: list[tuple[float, int]] = []
+        bursts: list[dict[str, Any]] = []
         for repo in [root, *copies]:
             settle()
             floors.append(durable_floor(size, min(count, 500)))
             settle()
-            bursts.append(signal_burst(repo, waits))
+            rate, accepted = signal_burst(repo, waits)
+            bursts.append({"accepted": accepted, "signalsPerSecond": round(rate, 1)})
         settle()
         floors.append(durable_floor(size, min(count, 500)))
     finally:
         for repo in [root, *copies]:
             remove(repo)
-    runs = []
-    for i, (rate, accepted) in enumerate(bursts):
-        floor = max(floors[i], floors[i + 1])
-        runs.append(
-            {
-                "accepted": accepted,
-                "signalsPerSecond": round(rate, 1),
-                "floorBeforeAndAfter": [round(floors[i], 1), round(floors[i + 1], 1)],
-                "ratioToFloor": round(rate / floor, 3),
-            }
-        )
-    middle = sorted(runs, key=lambda r: r["ratioToFloor"])[(len(runs) - 1) // 2]  # the lower middle
+    middle = beside_floors(bursts, floors)
     return {
         "signals": count,
         "accepted": middle["accepted"],
@@ -357,7 +364,7 @@ def throughput(count: int, trials: int = 3) -> dict[str, object]:
         "durableWriteFloorPerSecond": max(middle["floorBeforeAndAfter"]),
         "floorBeforeAndAfter": middle["floorBeforeAndAfter"],
         "ratioToFloor": middle["ratioToFloor"],
-        "trials": runs,
+        "trials": bursts,
         "target": 0.7,
         "met": middle["ratioToFloor"] >= 0.7,
     }

@@ -23,16 +23,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from _common import SWAMP, env, make_repo, remove
-from bench_all import WAITER, durable_floor, open_waits, settle
+from bench_all import WAITER, beside_floors, copies_of, durable_floor, open_waits, settle
 
 MIB = 1024 * 1024
 
@@ -204,9 +204,7 @@ def main() -> None:
         records = list(root.glob(".swamp/workflow-runs/*/*.json"))
         record_size = round(sum(p.stat().st_size for p in records) / len(records))
 
-        copies = [root.with_name(f"{root.name}-copy{i}") for i in range(1, args.trials)]
-        for copy in copies:  # taken before any signal: each burst signals the same open waits
-            shutil.copytree(root, copy, symlinks=True)
+        copies = copies_of(root, args.trials - 1)  # before any signal: each burst signals the same waits
         floor_size = min(max(args.runs, 50), 500)
 
         server = Server(root)
@@ -216,7 +214,7 @@ def main() -> None:
         helpers_idle = [rss_mib(child).get("VmRSS") for child in child_pids(server.proc.pid)]
         idle_cpu = cpu_percent(server.proc.pid, args.idle_seconds)
         floors: list[float] = []
-        bursts: list[dict[str, object]] = []
+        bursts: list[dict[str, Any]] = []
         settle()
         floors.append(durable_floor(record_size, floor_size))
         settle()
@@ -246,11 +244,7 @@ def main() -> None:
             server.proc.kill()
         for repo in [root, *copies]:
             remove(repo)
-    for i, burst in enumerate(bursts):
-        # Beside the stricter (faster) of the two floors around it: the disk's pace moves with load.
-        burst["floorBeforeAndAfter"] = [round(floors[i], 1), round(floors[i + 1], 1)]
-        burst["ratioToFloor"] = round(float(burst["signalsPerSecond"]) / max(floors[i], floors[i + 1]), 3)  # type: ignore[arg-type]
-    middle = sorted(bursts, key=lambda b: float(b["ratioToFloor"]))[(len(bursts) - 1) // 2]  # type: ignore[arg-type]
+    middle = beside_floors(bursts, floors)
     report = {
         "benchmark": "serve",
         "python": sys.version.split()[0],
@@ -279,11 +273,11 @@ def main() -> None:
             "pipelined": middle,  # the median of the trials by ratio
             "pipelinedTrials": bursts,
             "oneAtATime": sequential,
-            "durableWriteFloorPerSecond": max(middle["floorBeforeAndAfter"]),  # type: ignore[type-var]
+            "durableWriteFloorPerSecond": max(middle["floorBeforeAndAfter"]),
             "floorBeforeAndAfter": middle["floorBeforeAndAfter"],
             "ratioToFloor": middle["ratioToFloor"],
             "target": 0.7,
-            "met": float(middle["ratioToFloor"]) >= 0.7,  # type: ignore[arg-type]
+            "met": middle["ratioToFloor"] >= 0.7,
         },
         "serveExitCode": exit_code,
     }

@@ -56,7 +56,7 @@ class WorkflowExecutor:
         self._next_hook = 0
         # Set once the run is recorded as stopped here; from then on its record is final, and a step
         # whose command dies of the stop must not overwrite "interrupted" with its exit code.
-        self._abandoned: str | None = None
+        self._abandoned = False
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -68,7 +68,7 @@ class WorkflowExecutor:
 
     def _save(self) -> None:
         with self.lock:
-            if self._abandoned is None:
+            if not self._abandoned:
                 self.services.save(self.run)
 
     def _parallel(self, items: Sequence[T], cap: int | None, work: Callable[[T], None]) -> None:
@@ -107,9 +107,9 @@ class WorkflowExecutor:
         """Record the run as stopped here: what steps were doing is stopped, running steps failed
         (interrupted), the run failed."""
         with self.lock:
-            if self._abandoned is not None or self.run.is_terminal or self.run.status == "suspended":
+            if self._abandoned or self.run.is_terminal or self.run.status == "suspended":
                 return
-            self._abandoned = why
+            self._abandoned = True
         for stop in list(self._abandon_hooks.values()):
             with contextlib.suppress(Exception):
                 stop()
@@ -357,7 +357,7 @@ class WorkflowExecutor:
     def _apply(self, job: Job, step: Step, step_run: StepRun, outcome: Outcome) -> None:
         now = self.services.clock.now()
         with self.lock:
-            if self._abandoned is not None:
+            if self._abandoned:
                 return  # the step was recorded as interrupted; what its work did after that is moot
             if isinstance(outcome, Succeeded):
                 step_run.succeed(now, outcome.outputs)

@@ -105,16 +105,13 @@ class Helpers:
 
     def _answered(self, helper: _Helper) -> None:
         """A helper answered a request: it takes the next waiting one, or has room for one more."""
-        while True:
-            with self._lock:
-                if not self._waiting or not helper.alive:
-                    helper.room += 1
-                    return
-                pending = self._waiting.popleft()
-            if helper.send(*pending):
+        with self._lock:
+            if not self._waiting or not helper.alive:
+                helper.room += 1
                 return
-            self._place_or_answer_here(pending)
-            return
+            pending = self._waiting.popleft()
+        if not helper.send(*pending) and not self.hand_off(*pending):  # it died just now
+            answer_here(*pending)
 
     def _lost(self, helper: _Helper) -> None:
         """A helper died: what waits for a helper goes to the others, or is answered here."""
@@ -123,10 +120,6 @@ class Helpers:
                 return  # the live ones take the waiting requests as they answer
             waiting, self._waiting = list(self._waiting), collections.deque()
         for pending in waiting:
-            answer_here(*pending)
-
-    def _place_or_answer_here(self, pending: _Pending) -> None:
-        if not self.hand_off(*pending):
             answer_here(*pending)
 
     def close(self, *, wait: bool = True) -> None:

@@ -69,13 +69,17 @@ class RunRepository:
         self._waits_prefix = str(self._waits_dir) + "/"
 
     def path_for(self, workflow_id: str, run_id: str) -> Path:
-        return self.layout.runs_dir.joinpath(workflow_id, f"{run_id}.json")
+        return Path(self._record_file(workflow_id, run_id))
 
     def _record_file(self, workflow_id: str, run_id: str) -> str:
         return f"{self._runs_prefix}{workflow_id}/{run_id}.json"
 
+    def _shown(self, path: str) -> str:
+        """`path` relative to the repository when inside it (string work: this is a hot path)."""
+        return path[len(self._root_prefix) :] if path.startswith(self._root_prefix) else path
+
     def relative_path(self, run: WorkflowRun) -> str:
-        return str(self.path_for(run.workflowId, run.id).relative_to(self.layout.root))
+        return self._shown(self._record_file(run.workflowId, run.id))
 
     def save(self, run: WorkflowRun, *, settled_only: bool = False) -> None:
         """Write the run's record durably, its wait pointers and its active-run entry first.
@@ -96,7 +100,7 @@ class RunRepository:
             if not active:
                 self._unmark_active(run.id)
         except OSError as exc:
-            shown = path[len(self._root_prefix) :] if path.startswith(self._root_prefix) else path
+            shown = self._shown(path)
             raise StorageError(
                 f"Could not save run record {shown}: {exc.strerror or exc}. The record on disk is the last "
                 "one saved; free disk space or make .swamp writable, then retry",
@@ -323,9 +327,7 @@ class RunRepository:
         return entries
 
     def load_path(self, path: Path | str) -> WorkflowRun:
-        shown = str(path)  # relative to the repository when inside it (string work: this is a hot path)
-        if shown.startswith(self._root_prefix):
-            shown = shown[len(self._root_prefix) :]
+        shown = self._shown(str(path))
         try:
             raw = read_file(path)
         except FileNotFoundError:
