@@ -126,6 +126,7 @@ class Session:
         self.channels: dict[str, Channel] = {}
         self.sockets: dict[str, socket.socket] = {}
         self.stderr: list[bytes] = []
+        self.stderr_ended = threading.Event()
         self.threads: list[threading.Thread] = []
         self.proc: subprocess.Popen[bytes] | None = None
         self.argv: list[str] = []
@@ -168,6 +169,8 @@ class Session:
                     self.stderr.append(chunk)
             except (OSError, ValueError):
                 pass
+            finally:
+                self.stderr_ended.set()
 
         thread = threading.Thread(target=pump, name="conformance-stderr", daemon=True)
         thread.start()
@@ -249,11 +252,13 @@ class Session:
                 with channel.lock:
                     channel.reported = len(channel.problems)
                 raise SessionFailure(broken)
+            # Taken before evaluating: if everything had ended already, this evaluation saw the
+            # final state; if it ended during the evaluation, evaluate once more.
+            settled = self._settled(channel)
             problems, commit = self._evaluate(expect, channel)
             if not problems:
                 commit()
                 return
-            settled = self.returncode() is not None and channel.snapshot()[3]
             if settled or time.monotonic() >= deadline:
                 why = (
                     "nothing more can arrive (the process has ended and the channel is closed)"
@@ -262,6 +267,10 @@ class Session:
                 )
                 raise SessionFailure([*problems, f"waited on {name}: {why}"])
             time.sleep(POLL)
+
+    def _settled(self, channel: Channel) -> bool:
+        """The process has exited and both the channel and stderr have been read to their end."""
+        return self.returncode() is not None and channel.snapshot()[3] and self.stderr_ended.is_set()
 
     def _evaluate(self, expect: dict[str, Any], channel: Channel) -> tuple[list[str], Any]:
         """Problems with `expect` as things stand, and a function that commits a success."""
