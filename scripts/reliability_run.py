@@ -12,6 +12,7 @@ broken, or answered with a traceback outside the corpus cases that document know
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -84,6 +85,7 @@ def main() -> int:
                 )
         corpus_results = corpus.run_corpus(base / "corpus")
         progress("corpus: done")
+        attacks = run_attacks(base / "attacks")
     properties = (
         None
         if args.no_properties
@@ -108,6 +110,7 @@ def main() -> int:
         "tracebacks": total.tracebacks + other_tracebacks,
         "byTrial": {name: t.summary() for name, t in by_trial.items()},
         "corpus": {**corpus_summary, "tracebacksFromKnownBugs": known_tracebacks},
+        "attacks": attack_summary(attacks),
         "properties": properties,
     }
     if args.verbose:
@@ -121,6 +124,7 @@ def main() -> int:
         or summary["tracebacks"]
         or summary["violations"]
         or corpus_summary["unexpected"]
+        or any(not a["held"] for a in attacks)
         or (properties is not None and properties["exitCode"] != 0)
     )
     return 1 if bad else 0
@@ -128,6 +132,35 @@ def main() -> int:
 
 def progress(line: str) -> None:
     print(f"reliability: {line}", file=sys.stderr, flush=True)
+
+
+def run_attacks(base: Path) -> list[dict[str, Any]]:
+    """Every `scripts/attacks_<area>.py`: its `run(swamp, workdir)` returns one result per attack,
+    `{attack, held, detail}`; a module that cannot even finish is a finding of its own."""
+    results: list[dict[str, Any]] = []
+    for path in sorted(Path(__file__).resolve().parent.glob("attacks_*.py")):
+        area = path.stem.removeprefix("attacks_")
+        workdir = base / area
+        workdir.mkdir(parents=True, exist_ok=True)
+        began = time.monotonic()
+        try:
+            found = importlib.import_module(path.stem).run(kit.SWAMP, workdir)
+        except Exception as exc:
+            found = [{"attack": "(module)", "held": False, "detail": f"{type(exc).__name__}: {exc}"}]
+        results += [{"area": area, **r} for r in found]
+        progress(f"attacks {area}: {sum(r['held'] for r in found)}/{len(found)} held "
+                 f"in {time.monotonic() - began:.1f}s")
+    return results
+
+
+def attack_summary(attacks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "total": len(attacks),
+        "held": sum(1 for a in attacks if a["held"]),
+        "byAttack": {
+            f"{a['area']}/{a['attack']}": {"held": a["held"], "detail": a["detail"]} for a in attacks
+        },
+    }
 
 
 def calibrate(base: Path) -> dict[str, float]:
