@@ -27,6 +27,12 @@ HOLE = "\x00"  # stands for one expression while the text is scanned (a command 
 _BLANK = " \t"
 _ENDS_WORD = " \t\n;&|()<>"
 _KEYWORDS_BEFORE_COMMAND = {"then", "do", "else", "elif", "if", "while", "until", "!", "{", "in"}
+# Operators with which bash's [[ ]] evaluates both sides as arithmetic (so a value could run code).
+_ARITHMETIC_TESTS = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"}
+_ARITHMETIC = (
+    "inside shell arithmetic, where bash evaluates a value as an arithmetic expression (which can "
+    "run commands): compute the number in the expression instead, e.g. ${{ inputs.n + 1 }}"
+)
 
 
 class Context(Enum):
@@ -43,13 +49,15 @@ class Context(Enum):
 @dataclass(frozen=True)
 class Hole:
     """One `${{ }}` of the text: its span, its inner source and its context. For a here-document
-    body, `delimiter` is the word that ends it (inline insertion must not produce that line)."""
+    body, `delimiter` is the word that ends it (inline insertion must not produce that line) and
+    `strip_tabs` whether it is a `<<-` body (whose lines lose their leading tabs)."""
 
     start: int
     end: int
     source: str
     context: Context
     delimiter: str = ""
+    strip_tabs: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,8 +104,8 @@ def scan(template: str, *, inline: bool = False) -> list[Hole]:
             "none), so a value cannot be quoted inline safely: use '...' instead"
         )
     return [
-        Hole(m.start(), m.end(), m.group(1), context, delimiter)
-        for m, (context, delimiter) in zip(matches, contexts, strict=True)
+        Hole(m.start(), m.end(), m.group(1), context, delimiter, strip)
+        for m, (context, delimiter, strip) in zip(matches, contexts, strict=True)
     ]
 
 
@@ -125,6 +133,11 @@ def quoted(hole: Hole, value: str) -> str:
         return f"'{shlex.quote(value)}'"
     if context is Context.HEREDOC:
         for line in value.split("\n"):
+            if hole.strip_tabs and line.startswith("\t"):
+                raise UnsafeShellText(
+                    f"${{{{ {hole.source} }}}}: its value holds a line starting with a tab, which a "
+                    "<<- here-document strips: use << instead of <<-"
+                )
             if hole.delimiter and line.lstrip("\t").startswith(hole.delimiter):
                 raise UnsafeShellText(
                     f"${{{{ {hole.source} }}}}: its value holds a line starting with the "
@@ -149,12 +162,7 @@ def insert_values(
     environment: dict[str, str] = {}
     last = 0
     for n, hole in enumerate(holes, start=first_index):
-        value = js_string(evaluate(hole.source))
-        if "\x00" in value:
-            raise UnsafeShellText(
-                f"The value of ${{{{ {hole.source} }}}} holds a NUL byte, which a command cannot "
-                "receive: remove it from the value"
-            )
+        value = _receivable(js_string(evaluate(hole.source)), f"${{{{ {hole.source} }}}}")
         out.append(template[last : hole.start])
         if by_environment:
             name = value_name(n)
@@ -169,15 +177,27 @@ def insert_values(
 
 def whole_value(value: object, *, by_environment: bool, index: int = 1) -> ShellText:
     """A shell argument that is one computed value (a whole-`inputs` expression): one word."""
-    text = js_string(value)
-    if "\x00" in text:
-        raise UnsafeShellText(
-            "The value holds a NUL byte, which a command cannot receive: remove it from the value"
-        )
+    text = _receivable(js_string(value), "the expression")
     if by_environment:
         name = value_name(index)
         return ShellText(reference(Context.WORD, name), {name: text})
     return ShellText(shlex.quote(text), {})
+
+
+def _receivable(value: str, what: str) -> str:
+    """`value` if a process can receive it as text: no NUL byte, no lone UTF-16 surrogate."""
+    if "\x00" in value:
+        raise UnsafeShellText(
+            f"The value of {what} holds a NUL byte, which a command cannot receive: remove it from the value"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UnsafeShellText(
+            f"The value of {what} holds a lone UTF-16 surrogate, which is not text a command can "
+            "receive: remove it from the value"
+        ) from None
+    return value
 
 
 # -- the scanner ----------------------------------------------------------------------------------
@@ -191,14 +211,14 @@ class _Scanner:
     def __init__(self, text: str, originals: list[str]):
         self.t = text
         self.originals = originals
-        self.found: list[tuple[Context, str]] = []
+        self.found: list[tuple[Context, str, bool]] = []
         self.limit = len(text)
         self.ansi_strings = False
         self.heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, quoted)
 
     # results and refusals
 
-    def run(self) -> list[tuple[Context, str]]:
+    def run(self) -> list[tuple[Context, str, bool]]:
         self.command(0, closing=False, forbidden=None)
         return self.found
 
@@ -214,12 +234,14 @@ class _Scanner:
     def expression(self, i: int) -> str:
         return self.originals[self.index_at(i)]
 
-    def hole(self, i: int, context: Context, forbidden: str | None, delimiter: str = "") -> None:
+    def hole(
+        self, i: int, context: Context, forbidden: str | None, delimiter: str = "", strip: bool = False
+    ) -> None:
         if forbidden is not None:
             raise UnsafeShellText(f"{self.expression(i)} is {forbidden}")
         if len(self.found) != self.index_at(i):  # pragma: no cover - the scan never skips a hole
             raise UnsafeShellText("The shell text could not be read: simplify it around the expressions")
-        self.found.append((context, delimiter))
+        self.found.append((context, delimiter, strip))
 
     def unparsable(self, what: str, i: int) -> UnsafeShellText:
         line = self.t.count("\n", 0, i) + 1
@@ -239,16 +261,32 @@ class _Scanner:
         word: list[str] = []
         word_start = True
         command_position = True
+        last_word = ""
+        test_from: int | None = None  # holes found before the `[[` being read
+        test_arithmetic = False
 
         def end_word() -> None:
-            nonlocal command_position, cases
+            nonlocal command_position, cases, last_word, test_from, test_arithmetic
             if word:
                 text = "".join(word)
                 if command_position and text == "case":
                     cases += 1
                 elif command_position and text == "esac":
                     cases = max(0, cases - 1)
+                if command_position and text == "[[":
+                    test_from, test_arithmetic = len(self.found), False
+                elif test_from is not None and text in _ARITHMETIC_TESTS:
+                    test_arithmetic = True
+                elif test_from is not None and text == "]]":
+                    if test_arithmetic and len(self.found) > test_from:
+                        raise UnsafeShellText(
+                            f"{self.originals[test_from]} is inside [[ ]] with an arithmetic comparison "
+                            "(-eq, -lt, ...), where bash evaluates a value as arithmetic (which can run "
+                            "commands): use [ ... ] instead of [[ ... ]], or compare in the expression"
+                        )
+                    test_from = None
                 command_position = text in _KEYWORDS_BEFORE_COMMAND
+                last_word = text
                 word.clear()
 
         while True:
@@ -301,7 +339,11 @@ class _Scanner:
                 end_word()
                 word_start = True
                 i += 1
-            elif c == "<" and t.startswith("<<", i) and not t.startswith("<<<", i):
+            elif c == "<" and t.startswith("<<<", i):
+                end_word()
+                word_start = True
+                i += 3
+            elif c == "<" and t.startswith("<<", i):
                 end_word()
                 i = self.heredoc_operator(i + 2, forbidden)
                 word_start = True
@@ -311,6 +353,10 @@ class _Scanner:
                     command_position = True
                 word_start = True
                 i += 1
+            elif c == "(" and t.startswith("((", i) and (command_position or last_word == "for") and not word:
+                i = self.arithmetic(i + 2, forbidden)
+                word_start = True
+                command_position = False
             elif c == "(":
                 end_word()
                 depth += 1
@@ -415,6 +461,8 @@ class _Scanner:
             return self.command(i + 2, closing=True, forbidden=forbidden)
         if nxt == "{":
             return self.parameter(i + 2, forbidden, quoted=quoted)
+        if nxt == "[":
+            return self.arithmetic(i + 2, forbidden, bracket=True)
         if nxt == "'" and not quoted:
             return self.ansi(i + 2, forbidden)
         if nxt == '"' and not quoted:
@@ -450,20 +498,23 @@ class _Scanner:
                 i += 1
         raise self.unparsable("${", start - 2)
 
-    def arithmetic(self, i: int, forbidden: str | None) -> int:
+    def arithmetic(self, i: int, forbidden: str | None, *, bracket: bool = False) -> int:
+        """$(( )), (( )) or (bracket) $[ ]: returns the index after its end."""
         t = self.t
         start = i
         depth = 0
-        refuse = forbidden or (
-            "inside $(( )), where a value would be evaluated as arithmetic: compute the number in the "
-            "expression instead, e.g. ${{ inputs.n + 1 }}"
-        )
+        refuse = forbidden or _ARITHMETIC
         while i < self.limit:
             c = t[i]
-            if c == "(":
+            if c == ("[" if bracket else "("):
                 depth += 1
                 i += 1
-            elif c == ")":
+            elif bracket and c == "]":
+                if depth == 0:
+                    return i + 1
+                depth -= 1
+                i += 1
+            elif c == ")" and not bracket:
                 if depth > 0:
                     depth -= 1
                     i += 1
@@ -488,7 +539,7 @@ class _Scanner:
                 if c == HOLE:
                     self.hole(i, Context.WORD, refuse)
                 i += 1
-        raise self.unparsable("$((", start - 3)
+        raise self.unparsable("$[" if bracket else "((", start - 2)
 
     # here-documents
 
@@ -562,10 +613,10 @@ class _Scanner:
                         "write any other $, ` or \\ of the body as \\$, \\` or \\\\",
                     )
             else:
-                self.heredoc_body(body_start, body_end, delimiter, forbidden)
+                self.heredoc_body(body_start, body_end, delimiter, strip, forbidden)
         return i
 
-    def heredoc_body(self, i: int, end: int, delimiter: str, forbidden: str | None) -> None:
+    def heredoc_body(self, i: int, end: int, delimiter: str, strip: bool, forbidden: str | None) -> None:
         outer, self.limit = self.limit, end
         t = self.t
         try:
@@ -581,7 +632,7 @@ class _Scanner:
                     i = self.backtick(i + 1, forbidden)
                 else:
                     if c == HOLE:
-                        self.hole(i, Context.HEREDOC, forbidden, delimiter)
+                        self.hole(i, Context.HEREDOC, forbidden, delimiter, strip)
                     i += 1
         finally:
             self.limit = outer
