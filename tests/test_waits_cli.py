@@ -136,17 +136,19 @@ def test_a_payload_inside_shell_quotes_is_data_and_validate_refuses_backticks(re
     after = {"dependsOn": [{"step": "value", "condition": {"type": "succeeded"}}]}
     note = "$(touch pwned-1) `touch pwned-2` ' \" \\"
     use = "steps.value.outputs.payload.note"
-    steps = [wait_step("value"), sh("use", f"printf '%s|' \"got ${{{{ {use} }}}}\" 'got ${{{{ {use} }}}}'", **after)]
-    repo.write_workflow("quoted", [job("main", *steps)])
+    run = f"printf '%s|' \"got ${{{{ {use} }}}}\" 'got ${{{{ {use} }}}}'"
+    repo.write_workflow("quoted", [job("main", wait_step("value"), sh("use", run, **after))])
     code, out, _, _ = repo.swamp("workflow", "validate", "quoted")
     assert code == 0 and "Result: PASSED" in out
     _, _, _, doc = repo.swamp("workflow", "run", "quoted", "--json", env=env())
-    repo.swamp("workflow", "signal", doc["waits"][0]["waitId"], "--payload", json.dumps({"note": note}), env=env())
+    payload = json.dumps({"note": note})
+    repo.swamp("workflow", "signal", doc["waits"][0]["waitId"], "--payload", payload, env=env())
     _, _, _, done = repo.swamp("workflow", "resume", "quoted", "--json", env=env())
     assert step_record(done, "use")["outputs"]["stdout"] == f"got {note}|got {note}|"
     assert not (repo.root / "pwned-1").exists() and not (repo.root / "pwned-2").exists()
 
-    repo.write_workflow("ticks", [job("main", wait_step("value"), sh("use", f"echo `echo ${{{{ {use} }}}}`", **after))])
+    ticks = sh("use", f"echo `echo ${{{{ {use} }}}}`", **after)
+    repo.write_workflow("ticks", [job("main", wait_step("value"), ticks)])
     code, out, _, _ = repo.swamp("workflow", "validate", "ticks")
     assert code == 1
     assert "✗ Shell arguments" in out
