@@ -11,6 +11,7 @@ from swamp.domain.definition import Workflow
 from swamp.domain.expressions import ExpressionEngine
 from swamp.domain.inputs import InputValidationService
 from swamp.domain.run import WorkflowRun
+from swamp.domain.shellwords import ShellArguments
 from swamp.engine.executor import WorkflowExecutor
 from swamp.engine.ports import EngineServices, MethodFailed
 from swamp.store.clock import SystemClock
@@ -42,8 +43,8 @@ class CommandKilledByTheStop:
         self.stopped = threading.Event()
         self.reported: threading.Event | None = None
 
-    def shell_arguments(self, model: str, method: str) -> frozenset[str]:
-        return frozenset()
+    def shell_arguments(self, model: str, method: str) -> ShellArguments:
+        return ShellArguments()
 
     def run_method(self, model: str, method: str, inputs: dict[str, Any], **kw: Any) -> Any:
         def stop() -> None:

@@ -131,6 +131,32 @@ def test_a_payload_in_a_shell_command_is_data(repo):
     assert step_record(done, "use")["outputs"]["stdout"] == note + "\n"
 
 
+def test_a_payload_inside_shell_quotes_is_data_and_validate_refuses_backticks(repo):
+    """The reproduction of issue 13: inside "..." and '...' the payload ran (MODEL-015, WAIT-038)."""
+    after = {"dependsOn": [{"step": "value", "condition": {"type": "succeeded"}}]}
+    note = "$(touch pwned-1) `touch pwned-2` ' \" \\"
+    use = "steps.value.outputs.payload.note"
+    run = f"printf '%s|' \"got ${{{{ {use} }}}}\" 'got ${{{{ {use} }}}}'"
+    repo.write_workflow("quoted", [job("main", wait_step("value"), sh("use", run, **after))])
+    code, out, _, _ = repo.swamp("workflow", "validate", "quoted")
+    assert code == 0 and "Result: PASSED" in out
+    _, _, _, doc = repo.swamp("workflow", "run", "quoted", "--json", env=env())
+    payload = json.dumps({"note": note})
+    repo.swamp("workflow", "signal", doc["waits"][0]["waitId"], "--payload", payload, env=env())
+    _, _, _, done = repo.swamp("workflow", "resume", "quoted", "--json", env=env())
+    assert step_record(done, "use")["outputs"]["stdout"] == f"got {note}|got {note}|"
+    assert not (repo.root / "pwned-1").exists() and not (repo.root / "pwned-2").exists()
+
+    ticks = sh("use", f"echo `echo ${{{{ {use} }}}}`", **after)
+    repo.write_workflow("ticks", [job("main", wait_step("value"), ticks)])
+    code, out, _, _ = repo.swamp("workflow", "validate", "ticks")
+    assert code == 1
+    assert "✗ Shell arguments" in out
+    assert f"use $(...) instead of backticks: $(echo ${{{{ {use} }}}})" in out
+    code, _, _, refused = repo.swamp("workflow", "run", "ticks", "--json", env=env())
+    assert (code, refused["error"]["code"]) == (3, "workflow_invalid")
+
+
 def test_the_suggested_example_payload_is_accepted(repo):
     schema = {
         "type": "object",

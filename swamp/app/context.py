@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from ..domain.errors import SwampError
 from ..store.clock import SystemClock, current_user
 from ..store.repo import RepoLayout, find_repo
 from ..store.runs import RunRepository
@@ -15,6 +16,7 @@ from ..store.runs import RunRepository
 if TYPE_CHECKING:
     from ..domain.expressions import ExpressionEngine
     from ..domain.inputs import InputValidationService
+    from ..domain.shellwords import ShellArguments
     from ..models.runner import ModelMethodRunner
     from ..store.workflows import WorkflowRepository
 
@@ -77,6 +79,14 @@ class App:
         from ..models.runner import ModelMethodRunner
 
         return ModelMethodRunner(self.layout, self.validation)
+
+    def shell_arguments(self, model: str, method: str) -> ShellArguments | None:
+        """The shell arguments of a model's method for `workflow validate`, or None when the model
+        or method cannot be had now (running the step says why)."""
+        try:
+            return self.methods.shell_arguments(model, method)
+        except SwampError:
+            return None
 
     @property
     def user(self) -> str:

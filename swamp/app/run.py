@@ -27,7 +27,7 @@ def run_workflow(
     loaded = app.workflows.get(workflow_ref)
     workflow = loaded.workflow
     source = str(loaded.path.relative_to(app.layout.root))
-    ensure_runnable(workflow, app.expressions, app.validation, source)
+    ensure_runnable(workflow, app.expressions, app.validation, source, app.shell_arguments)
     prepared = app.validation.prepare_inputs(dict(inputs or {}), workflow.inputs)
     check_input_expressions(workflow, app.expressions, prepared)
     run = WorkflowRun.create(

@@ -78,7 +78,7 @@ def create_workflow(app: App, name: str, description: str | None = None) -> dict
 
 
 def _validate_one(app: App, item: LoadedWorkflow) -> dict[str, Any]:
-    checks = run_checks(item.workflow, app.expressions, app.validation)
+    checks = run_checks(item.workflow, app.expressions, app.validation, app.shell_arguments)
     return {
         "workflowId": item.workflow.id,
         "workflowName": item.workflow.name,

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from .definition import Workflow
-from .errors import ExpressionError, InputInvalid, WorkflowInvalid
+from .errors import ExpressionError, InputInvalid, UnsafeShellText, WorkflowInvalid
 from .expressions import ExpressionEngine, expressions_in
 from .graph import Node, duplicate_names, find_cycle
 from .inputs import InputValidationService
+from .shellwords import ShellArguments, scan
+
+# The shell arguments of a model's method, or None when the model or method is not known (yet).
+ShellLookup = Callable[[str, str], ShellArguments | None]
 
 RUNTIME_NAMES = re.compile(r"\b(steps|self|run|env)\b")
 
@@ -50,7 +54,10 @@ def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
 
 
 def run_checks(
-    workflow: Workflow, expressions: ExpressionEngine, validation: InputValidationService
+    workflow: Workflow,
+    expressions: ExpressionEngine,
+    validation: InputValidationService,
+    shell_arguments: ShellLookup | None = None,
 ) -> list[Check]:
     checks: list[Check] = []
 
@@ -113,13 +120,45 @@ def run_checks(
         except ExpressionError as exc:
             problems.append(f"{where}: ${{{{ {source} }}}}: {exc.message}")
     add("Expressions compile", problems)
+    if shell_arguments is not None:
+        add("Shell arguments", shell_problems(workflow, shell_arguments))
     return checks
 
 
+def shell_problems(workflow: Workflow, shell_arguments: ShellLookup) -> list[str]:
+    """Every expression in a shell argument whose context has no safe form (MODEL-015, WF-021)."""
+    from .definition import ModelMethodTask
+
+    problems: list[str] = []
+    for job in workflow.jobs:
+        for step in job.steps:
+            task = step.task
+            if not isinstance(task, ModelMethodTask) or not isinstance(task.inputs, dict):
+                continue
+            if not any(isinstance(v, str) and "${{" in v for v in task.inputs.values()):
+                continue
+            shell = shell_arguments(task.modelIdOrName, task.methodName)
+            if shell is None:
+                continue
+            for key in sorted(shell.names):
+                text = task.inputs.get(key)
+                if not isinstance(text, str):
+                    continue
+                try:
+                    scan(text, inline=not shell.by_environment)
+                except UnsafeShellText as exc:
+                    problems.append(f"step '{step.name}' task.inputs.{key}: {exc.message}")
+    return problems
+
+
 def ensure_runnable(
-    workflow: Workflow, expressions: ExpressionEngine, validation: InputValidationService, source: str
+    workflow: Workflow,
+    expressions: ExpressionEngine,
+    validation: InputValidationService,
+    source: str,
+    shell_arguments: ShellLookup | None = None,
 ) -> None:
-    failed = [c for c in run_checks(workflow, expressions, validation) if not c.passed]
+    failed = [c for c in run_checks(workflow, expressions, validation, shell_arguments) if not c.passed]
     if failed:
         problems = [f"{c.name}: {c.error}" for c in failed]
         raise WorkflowInvalid(

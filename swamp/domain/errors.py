@@ -147,3 +147,9 @@ class StorageError(SwampError):
 
     code = "storage_error"
     exit_code = EXIT_FAILED
+
+
+class UnsafeShellText(SwampError):
+    """An expression in a shell argument sits where its value cannot be kept as data (MODEL-015)."""
+
+    code = "shell_text_unsafe"

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from ..domain.expressions import ExpressionEngine
 from ..domain.inputs import InputValidationService
 from ..domain.run import WorkflowRun
+from ..domain.shellwords import ShellArguments
 
 
 class MethodFailed(Exception):
@@ -26,8 +27,8 @@ class Clock(Protocol):
 
 
 class MethodRunner(Protocol):
-    def shell_arguments(self, model: str, method: str) -> frozenset[str]:
-        """The arguments of `method` that a shell parses (their expression values get quoted)."""
+    def shell_arguments(self, model: str, method: str) -> ShellArguments:
+        """The arguments of `method` that a shell parses, and how values reach that shell."""
         ...
 
     def run_method(
@@ -40,6 +41,7 @@ class MethodRunner(Protocol):
         step_name: str,
         log: Callable[[str], None],
         on_abandon: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
+        shell_values: dict[str, str] | None = None,
     ) -> Any: ...
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from ..domain.errors import ModelNotFound
 from ..domain.inputs import InputValidationService
 from ..domain.run import WorkflowRun
+from ..domain.shellwords import ShellArguments
 from ..store.repo import RepoLayout
 from .registry import DefinitionRepository, ModelTypeRegistry
 from .types import MethodContext, MethodFailed
@@ -33,8 +34,9 @@ class ModelMethodRunner:
             )
         return definition, model_type, found
 
-    def shell_arguments(self, model: str, method: str) -> frozenset[str]:
-        return frozenset(self._method(model, method)[2].shell_arguments)
+    def shell_arguments(self, model: str, method: str) -> ShellArguments:
+        found = self._method(model, method)[2]
+        return ShellArguments(frozenset(found.shell_arguments), found.values_by_environment)
 
     def run_method(
         self,
@@ -46,6 +48,7 @@ class ModelMethodRunner:
         step_name: str,
         log: Callable[[str], None],
         on_abandon: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
+        shell_values: dict[str, str] | None = None,
     ) -> Any:
         definition, _, found = self._method(model, method)
         schema = found.arguments
@@ -71,6 +74,7 @@ class ModelMethodRunner:
             step_name=step_name,
             global_arguments=dict(definition.global_arguments),
             log=log,
+            shell_values=dict(shell_values or {}),
         )
         if on_abandon is not None:
             ctx.on_abandon = on_abandon

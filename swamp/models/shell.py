@@ -9,6 +9,7 @@ import subprocess
 import time
 from typing import Any
 
+from ..domain.shellwords import VALUE_PREFIX
 from .types import Method, MethodContext, MethodFailed, ModelType
 
 ARGUMENTS = {
@@ -27,7 +28,16 @@ ARGUMENTS = {
 
 def execute(args: dict[str, Any], ctx: MethodContext) -> dict[str, Any]:
     cwd = os.path.join(ctx.repo_dir, args.get("workingDir") or ".")
-    env = {**os.environ, **(args.get("env") or {})}
+    own = args.get("env") or {}
+    reserved = sorted(name for name in own if name.startswith(VALUE_PREFIX))
+    if reserved:
+        raise MethodFailed(
+            f"env sets {', '.join(reserved)}: names starting with {VALUE_PREFIX} carry the values of "
+            "the expressions in `run` (MODEL-015); rename the variable"
+        )
+    # The values of `run`'s expressions, and no stale ones inherited from swamp's own environment.
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(VALUE_PREFIX)}
+    env = {**inherited, **own, **ctx.shell_values}
     timeout_ms = args.get("timeout")
     started = time.monotonic()
     try:
@@ -87,7 +97,12 @@ SHELL = ModelType(
     description="Run a shell command",
     methods={
         "execute": Method(
-            "execute", "Run `run` with sh -c and capture its output", ARGUMENTS, execute, frozenset({"run"})
+            "execute",
+            "Run `run` with sh -c and capture its output",
+            ARGUMENTS,
+            execute,
+            frozenset({"run"}),
+            values_by_environment=True,
         )
     },
     source="builtin",

@@ -25,6 +25,9 @@ class MethodContext:
     # Call with a function that stops the work at once; it runs if the run is abandoned mid-step
     # (swamp serve's shutdown after its grace). Returns a function that takes the request back.
     on_abandon: Callable[[Callable[[], None]], Callable[[], None]] = field(default=lambda stop: lambda: None)
+    # The values of the expressions in the method's shell arguments, for a method that takes them
+    # through its command's environment (`Method.values_by_environment`, MODEL-015).
+    shell_values: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,9 @@ class Method:
     arguments: dict[str, Any]
     execute: Callable[[dict[str, Any], MethodContext], Any]
     shell_arguments: frozenset[str] = frozenset()
+    # True: the method puts `ctx.shell_values` into its command's environment, and the shell
+    # arguments refer to them (command/shell); False: values are quoted inline (MODEL-016).
+    values_by_environment: bool = False
 
 
 @dataclass(frozen=True)
