@@ -565,17 +565,18 @@ class WorkflowRun:
                     job.fail(now)
         self.fail(now)
 
-    def expire_gates(self, now: dt.datetime, allow_failure: dict[str, bool]) -> list[StepRun]:
-        """Fail every gate past its deadline with reason approval_timeout."""
+    def expire_gates(self, now: dt.datetime, allow_failure: dict[tuple[str, str], bool]) -> list[StepRun]:
+        """Fail every gate past its deadline with reason approval_timeout; `allow_failure` is keyed
+        by (job, step template)."""
         expired = []
-        for _, step in self.steps():
+        for job, step in self.steps():
             gate = step.approval
             if step.status == "waiting_approval" and gate is not None and gate.is_expired(now):
                 step.fail(
                     now,
                     f"Approval timed out: no decision by {gate.deadline}",
                     reason=APPROVAL_TIMEOUT,
-                    allowed=allow_failure.get(step.template, False),
+                    allowed=allow_failure.get((job.name, step.template), False),
                 )
                 expired.append(step)
         return expired
@@ -708,12 +709,14 @@ class WorkflowRun:
         self.complete(now)
         return job, step
 
-    def expire_waits(self, now: dt.datetime, allow_failure: dict[str, bool]) -> list[StepRun]:
+    def expire_waits(self, now: dt.datetime, allow_failure: dict[tuple[str, str], bool]) -> list[StepRun]:
+        """Fail every wait past its deadline with reason wait_timeout; `allow_failure` is keyed by
+        (job, step template)."""
         expired = []
-        for _, step in self.unsettled_waits():
+        for job, step in self.unsettled_waits():
             assert step.wait is not None
             if step.wait.is_expired(now):
-                step.time_out_wait(now, allow_failure.get(step.template, False))
+                step.time_out_wait(now, allow_failure.get((job.name, step.template), False))
                 expired.append(step)
         return expired
 
