@@ -649,6 +649,27 @@ class WorkflowRun:
     def unsettled_waits(self) -> list[tuple[JobRun, StepRun]]:
         return [(j, s) for j, s in self.steps() if s.status == "waiting" and s.wait is not None]
 
+    def signals_not_resumed(self, levels_of: Callable[[JobRun], list[list[StepRun]]]) -> list[str]:
+        """IDs of the waits that took a signal no resume has acted on yet. A job stops at the level
+        holding a waiting step; a resume takes it past that level (or finishes it). So a signal is
+        not yet resumed while its job is unfinished and every step of its later levels is pending.
+        `levels_of(job)` gives the job's steps in execution levels."""
+        found = []
+        for job in self.jobs:
+            if job.status in TERMINAL_JOB:
+                continue
+            levels = levels_of(job)
+            for i, level in enumerate(levels):
+                later = [s for lvl in levels[i + 1 :] for s in lvl]
+                if any(s.status != "pending" for s in later):
+                    continue
+                found += [
+                    s.wait.waitId
+                    for s in level
+                    if s.wait is not None and s.wait.outcome == "received" and s.wait.receipt is not None
+                ]
+        return found
+
     def signal(
         self,
         now: dt.datetime,
