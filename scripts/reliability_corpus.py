@@ -199,12 +199,27 @@ def _signal_frame(request_id: str, wait_id: str, spec: dict[str, Any]) -> bytes:
     return (head + ',"payload":' + body + "}").encode("utf-8", "surrogatepass")
 
 
-def _open_wait(root: Path, schema_name: str, label: str) -> tuple[str, str]:
-    name = kit.write_workflow(
-        root, f"corpus-{label}", [kit.job("main", kit.wait_step("review", 86400, SCHEMAS[schema_name]))]
-    )
-    run = kit.start_run(root, name)
-    return run["id"], run["waits"][0]["waitId"]
+def _open_waits(root: Path, cases: list[Case]) -> dict[str, tuple[str, str]]:
+    """(runId, waitId) of a run of its own for every case that signals a wait, so that a case
+    wrongly accepted settles only its own wait and fails under its own name alone. One workflow per
+    schema; each run has its own inputs, so no run supersedes (or even reads) another."""
+    workflows = {
+        name: kit.write_workflow(
+            root, f"corpus-{name}", [kit.job("main", kit.wait_step("review", 86400, schema))]
+        )
+        for name, schema in SCHEMAS.items()
+    }
+    waits = {}
+    for number, case in enumerate(cases):
+        run = kit.start_run(root, workflows[case.spec.get("wait", "any")], {"case": number})
+        waits[case.id] = (run["id"], run["waits"][0]["waitId"])
+    return waits
+
+
+def _signals_a_wait(case: Case) -> bool:
+    if case.kind == "payload":
+        return True
+    return case.kind == "frame" and any("{WAIT}" in line for line in case.spec.get("lines", []))
 
 
 def _retired_wait(root: Path) -> str:
@@ -229,15 +244,8 @@ def run_corpus(base: Path, cases: list[Case] | None = None) -> dict[str, CaseRes
 
 
 def _run_signal_side(root: Path, cases: list[Case], results: dict[str, CaseResult]) -> None:
-    refusal_waits = {s: _open_wait(root, s, f"refuse-{s}") for s in SCHEMAS}
-    frame_run, frame_wait = _open_wait(root, "any", "frames")
+    own_waits = _open_waits(root, [c for c in cases if _signals_a_wait(c)])
     retired = _retired_wait(root)
-    accepted_waits: dict[str, tuple[str, str]] = {}
-    for case in cases:  # a wait of its own for what may be taken (a known bug may take it too)
-        if case.kind == "payload" and (case.spec["expect"] == "accepted" or case.bug):
-            accepted_waits[case.id] = _open_wait(
-                root, case.spec.get("wait", "any"), f"own-{len(accepted_waits)}"
-            )
     before = kit.snapshot(root)
     waits_dir = root / ".swamp" / "waits"
     pointers_before = sorted(p.name for p in waits_dir.iterdir()) if waits_dir.is_dir() else []
@@ -247,9 +255,7 @@ def _run_signal_side(root: Path, cases: list[Case], results: dict[str, CaseResul
     isolated: list[Case] = []
 
     def wait_for(case: Case) -> str:
-        if case.id in accepted_waits:
-            return accepted_waits[case.id][1]
-        return refusal_waits[case.spec.get("wait", "any")][1]
+        return own_waits[case.id][1]
 
     for case in cases:
         spec = case.spec
@@ -292,7 +298,7 @@ def _run_signal_side(root: Path, cases: list[Case], results: dict[str, CaseResul
                 isolated.append(case)
                 continue
             line_no = 0
-            for line in _frame_lines(spec, frame_wait):
+            for line in _frame_lines(spec, own_waits[case.id][1] if case.id in own_waits else ""):
                 line_no = session.add(line)
             pending.append((case, spec.get("reply_id"), line_no, None))
 
@@ -305,14 +311,14 @@ def _run_signal_side(root: Path, cases: list[Case], results: dict[str, CaseResul
     for (case, _, _, extra), outcome in done:
         _judge_cli_case(case, outcome, extra, results[case.id])
     for case in isolated:
-        _run_isolated(root, case, frame_wait, results[case.id])
+        _run_isolated(root, case, own_waits[case.id][1] if case.id in own_waits else "", results[case.id])
     if session.traceback or session.unparsed:
         shown = session.err[-300:] or session.unparsed[:2]
         for case, *_ in pending:
             results[case.id].problems.append(f"the shared session printed a traceback or non-JSON: {shown}")
     after = kit.snapshot(root)
     for case in cases:
-        _judge_nothing_written(case, before, after, refusal_waits, frame_run, results[case.id])
+        _judge_nothing_written(case, before, after, own_waits, results[case.id])
     pointers_after = sorted(p.name for p in waits_dir.iterdir()) if waits_dir.is_dir() else []
     stray = sorted(set(pointers_after) - set(pointers_before))
     for case in cases:
@@ -436,17 +442,22 @@ def _judge_nothing_written(
     case: Case,
     before: dict[str, bytes],
     after: dict[str, bytes],
-    refusal_waits: dict[str, tuple[str, str]],
-    frame_run: str,
+    own_waits: dict[str, tuple[str, str]],
     result: CaseResult,
 ) -> None:
-    """Refusals leave their wait's record byte-identical (no case may change another's record)."""
-    watched = [run_id for run_id, _ in refusal_waits.values()] + [frame_run]
-    if case.kind == "payload" and case.spec["expect"] != "accepted" and not case.bug:
-        watched = [refusal_waits[case.spec.get("wait", "any")][0]]
-    for path, data in before.items():
-        if Path(path).stem in watched and after.get(path) != data:
-            result.problems.append(f"a refusal changed the record {path}")
+    """A refusal leaves its own wait's record byte-identical; a case is judged on its own run only,
+    so one wrongly accepted case does not fail the others."""
+    own = own_waits.get(case.id)
+    refused = case.spec.get("expect") != "accepted"
+    if own is not None and refused:
+        for path, data in before.items():
+            if Path(path).stem == own[0] and after.get(path) != data:
+                result.problems.append(f"a refusal changed the record {path}")
+    if case.kind == "wait_id":  # no case's own run: only the retired wait's run is theirs
+        owned = {run_id for run_id, _ in own_waits.values()}
+        for path, data in before.items():
+            if Path(path).stem not in owned and after.get(path) != data:
+                result.problems.append(f"a wait ID changed the record {path}")
     created = sorted(set(after) - set(before))
     if created:
         result.problems.append(f"records were created: {created}")

@@ -44,6 +44,10 @@ MALFORMED = {
     "Infinity": '{"x": Infinity}',
     "-Infinity": "[-Infinity]",
     "overflowing number": "1e400",
+    "401-digit integer": "9" * 401,
+    "integer 2**1024": str(2**1024),
+    "negative 310-digit integer in an object": '{"n": -' + "1" * 310 + "}",
+    "integer past Python's 4300 digits": "9" * 5000,
     "byte-order mark": "\ufeff{}",
     "lone surrogate": '"\\udc00"',
     "65 arrays around a value": "[" * 65 + "1" + "]" * 65,
@@ -83,7 +87,39 @@ ACCEPTED = {
         [0, 1500.0, 123456789012345678901234567890],
     ),
     "surrounding whitespace": ("\n  {}  \n", {}),
+    "largest integer a double holds": (str(2**1024 - 2**970 - 1), None),
+    "underflow to zero": ("1e-400", 0.0),
 }
+
+
+@pytest.mark.parametrize(
+    "value",
+    [int("9" * 401), -(2**1024), float("inf")],
+    ids=["401-digit integer", "-2**1024", "Infinity"],
+)
+def test_numbers_beyond_a_double_are_malformed_as_protocol_values(open_wait, value):
+    """WAIT-022 whatever the form: a `payload` value over the protocol is held to the same rule."""
+    repo, wait_id = open_wait
+    err = refusal(repo, "workflow.signal", {"waitId": wait_id, "payload": {"n": value}, "check": True})
+    assert err.code == "payload_malformed", err.message
+
+
+def test_a_frame_integer_too_long_for_python_is_a_malformed_payload_not_a_bad_line(open_wait):
+    """The frame reader keeps a 5000-digit integer as a marker; the signal refuses it as a payload."""
+    import io
+
+    from swamp.protocol.jsonl import serve
+
+    repo, wait_id = open_wait
+    line = (
+        '{"type":"workflow.signal","id":"big","payload":{"waitId":"' + wait_id + '","check":true,'
+        '"repoDir":' + json.dumps(str(repo.root)) + ',"payload":{"n":' + "9" * 5000 + "}}}\n"
+    )
+    out = io.StringIO()
+    serve(io.StringIO(line), out)
+    frames = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert frames[0]["error"]["code"] == "payload_malformed", frames
+    assert "5000-digit integer" in frames[0]["error"]["message"]
 
 
 @pytest.mark.parametrize("case", list(ACCEPTED))

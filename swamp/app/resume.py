@@ -102,6 +102,6 @@ def prepare_continue(app: App, run: WorkflowRun) -> list[tuple[str, Any]]:
         )
     run.ensure_no_open_waits(now)
     workflow = workflow_of(run)
-    allow = {s.name: s.allowFailure for j in workflow.jobs for s in j.steps}
+    allow = workflow.allowed_failures()
     expired = run.expire_gates(now, allow) + run.expire_waits(now, allow)
     return [(job.name, step) for job, step in run.steps() if any(step is e for e in expired)]

@@ -34,39 +34,17 @@ def _unknown(wait_id: str) -> WaitNotFound:
     )
 
 
-def _refuse_if_running(run: WorkflowRun) -> None:
-    """A run still finishing sibling steps (or interrupted mid-step) is not yet suspended."""
-    if run.status == "running":
-        run.ensure_suspended()
-
-
-def _claim_run_of(app: App, wait_id: str, timeout: float | None) -> tuple[RunClaim, WorkflowRun]:
-    """The claim of the run holding the wait, and that run read under it: one read of the record
-    when the claim is free. A busy claim is waited for only when the run is not running."""
+def _read_unclaimed(app: App, wait_id: str) -> WorkflowRun:
+    """The run holding the wait, read without its claim (records are replaced atomically, so this
+    is one consistent state); a stale wait index entry is mended by find_wait."""
     check_wait_id(wait_id)
     home = app.runs.wait_home(wait_id)
-    for _ in range(2):  # a second time after mending a stale wait index entry
-        if home is None:
-            break
-        workflow_id, run_id = home
-        claim = RunClaim(app.layout, run_id, timeout=timeout, purpose="signal")
-        try:
-            if not claim.try_acquire():
-                with contextlib.suppress(RunNotFound):
-                    _refuse_if_running(app.runs.load(workflow_id, run_id))
-                claim.acquire()
-            run = app.runs.load(workflow_id, run_id)
+    if home is not None:
+        with contextlib.suppress(RunNotFound):
+            run = app.runs.load(*home)
             if run.holds_wait(wait_id):
-                return claim, run
-        except RunNotFound:
-            pass
-        except BaseException:
-            claim.release()
-            raise
-        claim.release()
-        found = app.runs.find_wait(wait_id)
-        home = (found.workflowId, found.id) if found is not None else None
-    raise _unknown(wait_id)
+                return run
+    return _locate(app, wait_id)
 
 
 def signal(
@@ -77,13 +55,22 @@ def signal(
     check_only: bool = False,
     claim_timeout: float | None = None,
 ) -> dict[str, Any]:
+    """Every check, payload and schema included, is made first on the record read without the
+    claim (WAIT-016): a slow or hostile payload never holds the claim. Then, under the claim, the
+    record is read again and what can have changed since (the step, the deadline, the run's status)
+    is checked again with the payload already read and checked."""
     user = app.user
-    if check_only:
-        found = _locate(app, wait_id)
-        _refuse_if_running(found)
+    found = _read_unclaimed(app, wait_id)
+    now = app.clock.now()
+    try:
         job, step, payload, _ = found.signal(
-            app.clock.now(), wait_id, read_payload, user, app.validation.problems, record=False
+            now, wait_id, read_payload, user, app.validation.problems, record=False
         )
+    except SwampError as exc:
+        if not check_only:
+            app.runs.append_audit(found, _audit(now, user, wait_id, exc.code))
+        raise
+    if check_only:
         return {
             "valid": True,
             "waitId": wait_id,
@@ -91,14 +78,20 @@ def signal(
             "jobName": job.name,
             "stepName": step.name,
         }
-    claim, run = _claim_run_of(app, wait_id, claim_timeout)
-    with claim:
-        _refuse_if_running(run)
+    checked_schema = step.wait.schema if step.wait is not None else None
+
+    def checked_already(value: Any, schema: Any) -> list[Any]:
+        # The schema is captured once per wait ID and never changes; check again only if it did.
+        return [] if schema == checked_schema else app.validation.problems(value, schema)
+
+    with RunClaim(app.layout, found.id, timeout=claim_timeout, purpose="signal"):
+        try:
+            run = app.runs.load(found.workflowId, found.id)
+        except RunNotFound:
+            raise _unknown(wait_id) from None
         now = app.clock.now()
         try:
-            job, step, payload, receipt = run.signal(
-                now, wait_id, read_payload, user, app.validation.problems
-            )
+            job, step, payload, receipt = run.signal(now, wait_id, lambda: payload, user, checked_already)
         except SwampError as exc:
             app.runs.append_audit(run, _audit(now, user, wait_id, exc.code))
             raise

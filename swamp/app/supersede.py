@@ -1,6 +1,8 @@
 """Supersede: a new run cancels the suspended runs of its workflow that have the same inputs.
 
-A run that cannot be claimed right now is left alone and reported as skipped (reason `busy`).
+A run that cannot be claimed right now is left alone and reported as skipped (reason `busy`), and
+so is a run that waits for a signal (`wait_open`) or holds one that no resume has acted on yet
+(`signal_delivered`): a delivered message is never dropped.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from typing import Any
 
 from ..domain.definition import Workflow
 from ..domain.run import WorkflowRun
+from ..engine.executor import step_levels
 from ..store.claim import RunClaim
 from ..store.runs import inputs_digest
 from .context import App
@@ -49,8 +52,15 @@ def supersede(app: App, workflow: Workflow, new_run: WorkflowRun) -> list[dict[s
 
 def keep_reason(run: WorkflowRun, app: App) -> dict[str, Any] | None:
     """Why a suspended run must not be superseded (None: it may be). A run waiting for a signal is
-    never superseded: otherwise a workflow without inputs would cancel its own waiting run."""
+    never superseded: otherwise a workflow without inputs would cancel its own waiting run. Nor is
+    one holding a signal it took that no resume has acted on: the sender was told it was taken."""
     waits = [s.wait.waitId for _, s in run.unsettled_waits() if s.wait is not None]
     if waits:
         return {"reason": "wait_open", "waitIds": waits}
+    from .run import workflow_of  # run.py imports this module
+
+    workflow = workflow_of(run)
+    delivered = run.signals_not_resumed(lambda job: step_levels(workflow.job(job.name), job))
+    if delivered:
+        return {"reason": "signal_delivered", "waitIds": delivered}
     return None

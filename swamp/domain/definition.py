@@ -192,6 +192,10 @@ class Workflow(_Strict):
                 return job
         raise KeyError(name)
 
+    def allowed_failures(self) -> dict[tuple[str, str], bool]:
+        """`allowFailure` of every step, by (job, step): two jobs may each have a step `review`."""
+        return {(job.name, step.name): step.allowFailure for job in self.jobs for step in job.steps}
+
 
 # ---------------------------------------------------------------------------------------------
 # Unknown keys, with "did you mean"

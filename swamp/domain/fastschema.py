@@ -9,8 +9,9 @@ caller uses jsonschema itself.
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from . import patterns
 
 ANNOTATIONS = frozenset(
     {
@@ -85,9 +86,7 @@ def supported(schema: Any) -> bool:
     if "pattern" in schema:
         if not isinstance(schema["pattern"], str):
             return False
-        try:
-            re.compile(schema["pattern"])
-        except re.error:
+        if patterns.problem(schema["pattern"]) is not None:
             return False
     return True
 
@@ -210,7 +209,7 @@ def _string(value: str, schema: dict[str, Any], path: tuple[Any, ...]) -> list[A
                 else f"{value!r} is too long",
             )
         )
-    if "pattern" in schema and not re.search(schema["pattern"], value):
+    if "pattern" in schema and not patterns.search(schema["pattern"], value):
         out.append((path, f"{value!r} does not match {schema['pattern']!r}"))
     return out
 

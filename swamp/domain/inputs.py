@@ -1,7 +1,8 @@
 """InputValidationService: one JSON Schema dialect (Draft 2020-12) for workflow inputs and payloads.
 
 A schema may only reference itself (`$ref: "#/..."`); remote references are refused when the schema
-is checked and never fetched. Validators are compiled once per schema text.
+is checked and never fetched. Patterns run on RE2, in time linear in the value (patterns.py); one RE2
+cannot run is refused when the schema is checked. Validators are compiled once per schema text.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from . import patterns
 from .errors import InputInvalid
 
 
@@ -96,7 +98,7 @@ class InputValidationService:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
             problems.append(f"{_pointer(exc.absolute_path) or '/'}: {exc.message}")
-        return problems
+        return problems + patterns.pattern_problems(schema)
 
     def _validator(self, schema: Any) -> Any:
         key = json.dumps(schema, sort_keys=True)
@@ -105,6 +107,7 @@ class InputValidationService:
             from jsonschema import Draft202012Validator
             from referencing import Registry
 
+            patterns.install_in_jsonschema()
             validator = Draft202012Validator(
                 schema,
                 registry=Registry(retrieve=_refuse_retrieval),  # type: ignore[call-arg]
@@ -119,6 +122,9 @@ class InputValidationService:
         if fastschema.supported(schema):
             found = sorted(fastschema.problems(value, schema), key=lambda p: (list(map(str, p[0])), p[1]))
             return [SchemaProblem(_pointer(where), message) for where, message in found]
+        unrunnable = patterns.pattern_problems(schema)
+        if unrunnable:  # a schema captured before INPUT-015: refuse rather than backtrack
+            return [SchemaProblem("", "the schema cannot be checked: " + p) for p in unrunnable]
         errors = sorted(
             self._validator(schema).iter_errors(value), key=lambda e: (list(map(str, e.path)), e.message)
         )

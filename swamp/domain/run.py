@@ -565,17 +565,18 @@ class WorkflowRun:
                     job.fail(now)
         self.fail(now)
 
-    def expire_gates(self, now: dt.datetime, allow_failure: dict[str, bool]) -> list[StepRun]:
-        """Fail every gate past its deadline with reason approval_timeout."""
+    def expire_gates(self, now: dt.datetime, allow_failure: dict[tuple[str, str], bool]) -> list[StepRun]:
+        """Fail every gate past its deadline with reason approval_timeout; `allow_failure` is keyed
+        by (job, step template)."""
         expired = []
-        for _, step in self.steps():
+        for job, step in self.steps():
             gate = step.approval
             if step.status == "waiting_approval" and gate is not None and gate.is_expired(now):
                 step.fail(
                     now,
                     f"Approval timed out: no decision by {gate.deadline}",
                     reason=APPROVAL_TIMEOUT,
-                    allowed=allow_failure.get(step.template, False),
+                    allowed=allow_failure.get((job.name, step.template), False),
                 )
                 expired.append(step)
         return expired
@@ -648,6 +649,27 @@ class WorkflowRun:
     def unsettled_waits(self) -> list[tuple[JobRun, StepRun]]:
         return [(j, s) for j, s in self.steps() if s.status == "waiting" and s.wait is not None]
 
+    def signals_not_resumed(self, levels_of: Callable[[JobRun], list[list[StepRun]]]) -> list[str]:
+        """IDs of the waits that took a signal no resume has acted on yet. A job stops at the level
+        holding a waiting step; a resume takes it past that level (or finishes it). So a signal is
+        not yet resumed while its job is unfinished and every step of its later levels is pending.
+        `levels_of(job)` gives the job's steps in execution levels."""
+        found = []
+        for job in self.jobs:
+            if job.status in TERMINAL_JOB:
+                continue
+            levels = levels_of(job)
+            for i, level in enumerate(levels):
+                later = [s for lvl in levels[i + 1 :] for s in lvl]
+                if any(s.status != "pending" for s in later):
+                    continue
+                found += [
+                    s.wait.waitId
+                    for s in level
+                    if s.wait is not None and s.wait.outcome == "received" and s.wait.receipt is not None
+                ]
+        return found
+
     def signal(
         self,
         now: dt.datetime,
@@ -708,12 +730,14 @@ class WorkflowRun:
         self.complete(now)
         return job, step
 
-    def expire_waits(self, now: dt.datetime, allow_failure: dict[str, bool]) -> list[StepRun]:
+    def expire_waits(self, now: dt.datetime, allow_failure: dict[tuple[str, str], bool]) -> list[StepRun]:
+        """Fail every wait past its deadline with reason wait_timeout; `allow_failure` is keyed by
+        (job, step template)."""
         expired = []
-        for _, step in self.unsettled_waits():
+        for job, step in self.unsettled_waits():
             assert step.wait is not None
             if step.wait.is_expired(now):
-                step.time_out_wait(now, allow_failure.get(step.template, False))
+                step.time_out_wait(now, allow_failure.get((job.name, step.template), False))
                 expired.append(step)
         return expired
 

@@ -20,6 +20,7 @@ from .errors import SwampError
 from .records import ANY, NUMBER, STR, Reader, nested, one_of, optional
 
 WAIT_ID = re.compile(r"^wait_[a-z2-7]{26}$")
+LONGEST_INTEGER = 309  # digits: a longer integer is beyond every finite 64-bit float (~1.8e308)
 SIGNAL_ID = re.compile(r"^sig_[a-z2-7]{26}$")
 MAX_PAYLOAD_BYTES = 16 * 1024
 MAX_PAYLOAD_DEPTH = 64
@@ -194,7 +195,13 @@ def parse_payload(raw: bytes | str) -> Any:
     if not text.strip():
         raise PayloadMalformed('The payload is empty; send a JSON value such as {"verdict": "ship"}')
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constants,
+            parse_int=_finite_int,
+            parse_float=_finite_float,
+        )
     except _Refused as exc:
         raise PayloadMalformed(str(exc)) from None
     except RecursionError:
@@ -220,9 +227,16 @@ def _check_value(value: Any, depth: int) -> None:
             raise PayloadMalformed(
                 "The payload holds a lone surrogate (\\ud800-\\udfff); send valid Unicode"
             ) from None
+    elif isinstance(value, LongInteger):
+        raise PayloadMalformed(_beyond_double(f"a {value.digits}-digit integer"))
     elif isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise PayloadMalformed("The payload holds NaN or Infinity, which JSON does not allow")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        try:
+            float(value)
+        except OverflowError:
+            raise PayloadMalformed(_beyond_double(f"a {len(str(abs(value)))}-digit integer")) from None
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_value(key, depth + 1)
@@ -234,6 +248,45 @@ def _check_value(value: Any, depth: int) -> None:
 
 class _Refused(ValueError):
     pass
+
+
+class LongInteger(float):
+    """An integer of a JSON-lines frame too long for Python to read (over 4300 digits): the frame
+    reader keeps it as this marker (infinite as a float) so that a signal refuses it as a payload
+    number beyond a 64-bit float, like any other (WAIT-022)."""
+
+    digits: int
+
+    def __new__(cls, text: str) -> LongInteger:
+        marker = super().__new__(cls, math.inf if not text.startswith("-") else -math.inf)
+        marker.digits = len(text.lstrip("-"))
+        return marker
+
+
+def _beyond_double(what: str) -> str:
+    return (
+        f"The payload holds {what}, beyond what a 64-bit float holds (about 1.8e308); "
+        "send a smaller number, or the digits as a string"
+    )
+
+
+def _finite_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > LONGEST_INTEGER:  # checked before int(): Python reads at most 4300 digits
+        raise _Refused(_beyond_double(f"a {digits}-digit integer"))
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:
+        raise _Refused(_beyond_double(f"a {digits}-digit integer")) from None
+    return value
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _Refused(_beyond_double(f"the number {text[:40]}"))
+    return value
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -192,7 +192,7 @@ class WorkflowExecutor:
             self._finish_job(job_run, failed=True)
             return
         failed = any(s.status == "failed" and not s.allowedFailure for s in job_run.steps)
-        for level in self._step_levels(job, job_run):
+        for level in step_levels(job, job_run):
             # A job stops at its own waiting steps, never at another job's: what a job does must
             # not depend on thread timing. The run suspends at the job-level barrier.
             if failed or self._stop_reason() or any(s.status in WAITING_STEP for s in job_run.steps):
@@ -253,20 +253,6 @@ class WorkflowExecutor:
             with self.lock:
                 job_run.replace_template(step.name, expansions)
         return ok
-
-    def _step_levels(self, job: Job, job_run: JobRun) -> list[list[StepRun]]:
-        by_template: dict[str, list[str]] = {}
-        for s in job_run.steps:
-            by_template.setdefault(s.template, []).append(s.name)
-        nodes = []
-        for step_run in job_run.steps:
-            definition = _step_def(job, step_run.template)
-            deps: list[str] = []
-            for dep in definition.dependsOn:
-                deps.extend(by_template.get(dep.step, [dep.step]))
-            nodes.append(Node(step_run.name, definition.weight, tuple(deps)))
-        runs = {s.name: s for s in job_run.steps}
-        return [[runs[n.name] for n in level] for level in topological_levels(nodes)]
 
     def _level_cap(self, job: Job, level: list[StepRun]) -> int | None:
         step_caps = [
@@ -383,6 +369,23 @@ class WorkflowExecutor:
             )
         elif isinstance(outcome, Suspended):
             self._emit("step_waiting", job=job.name, step=step_run.name, **details)
+
+
+def step_levels(job: Job, job_run: JobRun) -> list[list[StepRun]]:
+    """The job's steps (forEach expansions included) in execution levels: a level starts only once
+    the previous one is done, and a job stops at a level holding a waiting step."""
+    by_template: dict[str, list[str]] = {}
+    for s in job_run.steps:
+        by_template.setdefault(s.template, []).append(s.name)
+    nodes = []
+    for step_run in job_run.steps:
+        definition = _step_def(job, step_run.template)
+        deps: list[str] = []
+        for dep in definition.dependsOn:
+            deps.extend(by_template.get(dep.step, [dep.step]))
+        nodes.append(Node(step_run.name, definition.weight, tuple(deps)))
+    runs = {s.name: s for s in job_run.steps}
+    return [[runs[n.name] for n in level] for level in topological_levels(nodes)]
 
 
 def _step_def(job: Job, name: str) -> Step:

@@ -113,7 +113,7 @@ def parse_frame(
     if not line.isascii() and _NOT_UTF8.search(line):  # bytes that were not UTF-8 (surrogateescape)
         raise BadFrame(None, InvalidRequest(f"line {line_number} is not UTF-8"))
     try:
-        frame = json.loads(line, object_pairs_hook=_keep_duplicates)
+        frame = json.loads(line, object_pairs_hook=_keep_duplicates, parse_int=_frame_int)
     except RecursionError:
         raise BadFrame(None, InvalidRequest(f"line {line_number} is nested too deeply")) from None
     except ValueError as exc:
@@ -146,6 +146,16 @@ def parse_frame(
     if not isinstance(payload, dict):
         raise BadFrame(request_id, InvalidRequest("'payload' must be a JSON object"))
     return request_id, frame["type"], payload
+
+
+def _frame_int(text: str) -> Any:
+    """An integer of a frame; one longer than Python reads (4300 digits) is kept as a marker that
+    a signal payload refuses (payload_malformed) instead of refusing the whole line."""
+    if len(text) <= 4000:
+        return int(text)
+    from ..domain.waits import LongInteger
+
+    return LongInteger(text)
 
 
 class DuplicateKeys(dict[str, Any]):

@@ -178,6 +178,9 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
                 from ..domain.waits import PayloadMalformed
 
                 raise PayloadMalformed(f"The payload repeats the key {repeated!r}; every key may appear once")
+            from ..domain.waits import check_payload_value
+
+            check_payload_value(value)  # before dumps: a frame's overlong integer is only a marker
             try:
                 text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
             except (RecursionError, ValueError) as exc:

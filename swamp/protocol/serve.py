@@ -329,7 +329,7 @@ class Server:
                 try:
                     fresh = app.runs.load(run.workflowId, run.id)
                     if due:
-                        allow = {s.name: s.allowFailure for j in workflow_of(fresh).jobs for s in j.steps}
+                        allow = workflow_of(fresh).allowed_failures()
                         expired = fresh.expire_waits(app.clock.now(), allow)
                     if expired:
                         app.runs.save(fresh)

@@ -104,3 +104,26 @@ def test_a_non_finite_claim_timeout_does_not_hang(tmp_path_factory: pytest.TempP
             and "claim" in result.out.lower()
             or "invalid_request" in result.out
         )
+
+
+def test_a_wrongly_accepted_case_fails_under_its_own_name(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each case signals a wait of its own: a payload that is taken when it should be refused
+    fails that case alone, not the cases beside it (which once shared its wait and record)."""
+    liar = corpus.Case("payload", {"id": "liar", "text": "1", "expect": "payload_malformed"})
+    beside = [
+        c
+        for c in CASES
+        if c.kind == "payload"
+        and c.spec.get("wait", "any") == "any"
+        and c.spec.get("via", "jsonl") == "jsonl"
+    ]
+    others = [c for c in beside if c.spec["expect"] != "accepted"][:4] + [
+        c for c in beside if c.spec["expect"] == "accepted"
+    ][:1]
+    with kit.scratch(tmp_path_factory.mktemp("liar")) as base:
+        results = corpus.run_corpus(base, [liar, *others])
+    assert not results[liar.id].ok and results[liar.id].got == "accepted"
+    for case in others:
+        assert results[case.id].ok, (
+            f"{case.id} failed beside a wrongly accepted case: {results[case.id].problems}"
+        )
