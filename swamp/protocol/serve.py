@@ -349,7 +349,8 @@ class Server:
 
     def _background_continue(self, flight: InFlight, run_id: str, workflow: str) -> None:
         try:
-            outcome = self._continue(flight, {}, run_id, workflow, lambda event: None)
+            repo = {"repoDir": self.options.repo_dir} if self.options.repo_dir else {}
+            outcome = self._continue(flight, repo, run_id, workflow, lambda event: None)
             self.log(f"run {run_id}: auto-continue: {outcome}")
         except Exception as exc:  # a background task must never take serve down
             self.log(f"run {run_id}: auto-continue failed: {exc}")
