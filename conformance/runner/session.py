@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 import jsonschema
 
 from .matching import ScenarioError, assign_frames, match, short
-from .scenario import STDIO, Step, repo_path
+from .scenario import STDIO, Step, raw_text, repo_path
 
 if TYPE_CHECKING:
     from .execute import ScenarioRun
@@ -220,7 +220,7 @@ class Session:
 
     def _do_send(self, sub: Step) -> None:
         frames = self.run._sub(sub.data["send"], f"{sub.where}.send")
-        raw = self.run._sub(sub.data.get("raw", ""), f"{sub.where}.raw")
+        raw = raw_text(self.run._sub(sub.data.get("raw", ""), f"{sub.where}.raw"))
         text = "".join(json.dumps(f, ensure_ascii=False) + "\n" for f in frames) + raw
         name = sub.data.get("to", STDIO)
         channel = self.channels[name]

@@ -30,7 +30,7 @@ from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError
 from ..domain.run import parse_iso
 from ..engine.ports import HOSTED_RUNS, RunHooks
 from .helpers import Helpers, Request, warm
-from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
+from .jsonl import BadFrame, FrameWriter, TooLong, answer, bounded_lines, parse_frame, refuse, too_long
 from .requests import handle
 
 SERVE_TYPES = frozenset({"serve.status", "cancel"})
@@ -360,12 +360,15 @@ class Server:
 
     # -- connections -----------------------------------------------------------------------------
 
-    def read_connection(self, reader: IO[str], writer: FrameWriter) -> None:
+    def read_connection(self, reader: IO[bytes], writer: FrameWriter) -> None:
         with self.lock:
             self.connections += 1
             conn = self.connections
         seen: set[str] = set()
-        for number, raw in enumerate(reader, start=1):
+        for number, raw in enumerate(bounded_lines(reader), start=1):
+            if isinstance(raw, TooLong):
+                refuse(writer, None, too_long(number).error, number)
+                continue
             line = raw.strip()
             if not line:
                 continue
@@ -419,7 +422,7 @@ class Server:
             threading.Thread(target=self._serve_client, args=(client,), daemon=True).start()
 
     def _serve_client(self, client: socket.socket) -> None:
-        reader = client.makefile("r", encoding="utf-8", errors="surrogateescape")
+        reader = client.makefile("rb")
         stream = client.makefile("w", encoding="utf-8")
         writer = FrameWriter(stream)
         try:
@@ -496,10 +499,7 @@ def run_server(options: ServeOptions) -> int:
         server.listen(options.socket_path)
     if options.enforce_deadlines:
         threading.Thread(target=server.enforce_deadlines, name="swamp-serve-deadlines", daemon=True).start()
-    stdin = sys.stdin
-    reconfigure = getattr(stdin, "reconfigure", None)
-    if reconfigure is not None:
-        reconfigure(encoding="utf-8", errors="surrogateescape")
+    stdin = sys.stdin.buffer
     from ..cli.output import protect_stdout
 
     frames_out = protect_stdout()
