@@ -256,3 +256,47 @@ def test_serve_keeps_helpers_warm_and_takes_them_down_when_it_stops(repo: Repo) 
     while not all(_zombie(pid) or not Path(f"/proc/{pid}").exists() for pid in helpers):
         assert time.monotonic() < deadline, "a helper outlived serve"
         time.sleep(0.05)
+
+
+def test_helpers_end_with_serve_when_it_is_killed_even_while_waiting_for_a_claim(repo: Repo) -> None:
+    """A helper blocked on a run's claim never sees its stdin close: it must still end with serve,
+    not go on (holding claims, settling waits) for a parent that is gone."""
+    from swamp.store.claim import RunClaim
+    from swamp.store.repo import find_repo
+
+    wait_workflow(repo, "gate", wait_step("review", schema=VERDICT))
+    run = repo.run("gate", {})
+    wait_id = run["waits"][0]["waitId"]
+    claim = RunClaim(find_repo(str(repo.root)), run["id"], purpose="test holds the run")
+    assert claim.try_acquire()
+    try:
+        session = Session(repo, "serve")
+        helpers = warm_helpers(session, [])
+        body = {"waitId": wait_id, "payload": {"verdict": "ship"}, "claimTimeout": 120}
+        session.send(
+            [json.dumps({"type": "workflow.signal", "id": f"c{i}", "payload": body}) for i in range(8)]
+        )
+        lock = str(claim.path)
+
+        def waiting_helpers() -> list[int]:
+            found = []
+            for pid in helpers:
+                with contextlib.suppress(OSError):
+                    if any(os.readlink(fd) == lock for fd in Path(f"/proc/{pid}/fd").iterdir()):
+                        found.append(pid)
+            return found
+
+        deadline = time.monotonic() + 30
+        while not waiting_helpers():
+            assert time.monotonic() < deadline, "no helper took a signal"
+            time.sleep(0.05)
+        session.proc.kill()
+        session.proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while not all(_zombie(pid) or not Path(f"/proc/{pid}").exists() for pid in helpers):
+            assert time.monotonic() < deadline, "a helper outlived serve (killed with SIGKILL)"
+            time.sleep(0.05)
+    finally:
+        claim.release()
+    listed = repo.handle("workflow.waits", {})["waits"]
+    assert [w["waitId"] for w in listed] == [wait_id], "no helper settled the wait after serve died"
