@@ -351,6 +351,10 @@ class Session:
                     [f"connect {rel}: no connection within {timeout:g} s ({last}); {state}"]
                 ) from None
             time.sleep(0.05)
+        owner = os.stat(address).st_uid
+        if owner not in (os.getuid(), 0):  # someone else's socket: send it nothing
+            sock.close()
+            raise SessionFailure([f"connect {rel}: the socket belongs to uid {owner}, not to this user"])
         self.sockets[name] = sock
         channel = self._channel(name)
         self.threads.append(channel.read_from(sock.makefile("rb")))

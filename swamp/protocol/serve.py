@@ -17,6 +17,7 @@ import datetime as dt
 import os
 import signal
 import socket
+import stat
 import sys
 import threading
 import time
@@ -387,12 +388,29 @@ class Server:
             self.submit(writer, conn, request_id, request_type, payload, request)
 
     def listen(self, path: str) -> None:
-        if os.path.exists(path):
+        try:
+            found = os.lstat(path)
+        except FileNotFoundError:
+            found = None
+        if found is not None:
+            if not stat.S_ISSOCK(found.st_mode):  # a file, a directory, a symlink: not ours to remove
+                raise ServeError(
+                    f"{path} exists and is not a socket; remove it yourself or choose another --socket",
+                    {"socket": path},
+                    code="socket_path_taken",
+                )
             probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 probe.connect(path)
             except OSError:
-                os.unlink(path)  # a stale socket left by a serve that died
+                if found.st_uid != os.getuid():
+                    raise ServeError(
+                        f"{path} is a socket left by another user (uid {found.st_uid}); "
+                        "it is theirs to remove: choose another --socket",
+                        {"socket": path, "owner": found.st_uid},
+                        code="socket_not_owned",
+                    ) from None
+                os.unlink(path)  # a stale socket left by a serve of ours that died
             else:
                 probe.close()
                 raise ServeError(
