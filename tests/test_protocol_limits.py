@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import SWAMP, Repo, clean_env
+from helpers import SWAMP, Repo, clean_env, job, sh
 from test_serve_support import (  # noqa: F401 - serve_fixture, sockdir_fixture: fixtures
     Client,
     data,
@@ -98,4 +98,27 @@ def test_a_150_mb_line_on_serves_socket_is_refused_in_bounded_memory_and_the_con
     conn.close()
     other = Client(server.socket)
     assert other.request("serve.status", "s1")["type"] == "serve.status"
+    other.close()
+
+
+def test_a_client_that_never_reads_is_cut_off_and_holds_up_no_other_client(
+    repo: Repo, serve: Any, tmp_path: Path
+) -> None:
+    repo.write_workflow("big", [job("main", sh("a", "echo a"))], description="d" * 100_000)
+    log = tmp_path / "serve.log"
+    server = serve("--log-file", str(log))
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stuck.connect(str(server.socket))
+    big = [{"type": "workflow.get", "id": f"g{i}", "payload": {"workflow": "big"}} for i in range(40)]
+    small = [{"type": "serve.status", "id": f"s{i}"} for i in range(260)]
+    stuck.sendall("".join(json.dumps(f) + "\n" for f in big + small).encode())
+
+    other = Client(server.socket)
+    assert other.request("serve.status", "mine", timeout=30)["type"] == "serve.status"
+    wait_until("serve to say it cut the stuck client off", lambda: "unread" in log.read_text(), timeout=30)
+    stuck.settimeout(30)
+    while stuck.recv(1 << 20):  # what was sent before the cut, then EOF: serve closed it
+        pass
+    stuck.close()
+    assert other.request("serve.status", "still", timeout=30)["type"] == "serve.status"
     other.close()

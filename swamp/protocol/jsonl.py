@@ -32,34 +32,32 @@ _NOT_UTF8 = re.compile("[\udc80-\udcff]")
 MAX_WORKERS = 16
 
 
+def encode_frame(frame: dict[str, Any]) -> str:
+    """One frame as its line (without the newline)."""
+    try:
+        line = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+        line.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate somewhere: escape it rather than lose the frame
+        line = json.dumps(frame, ensure_ascii=True, separators=(",", ":"))
+    return line
+
+
 class FrameWriter:
     """Writes whole frames, one per line, from any thread."""
 
-    def __init__(self, stream: IO[str]):
+    def __init__(self, stream: IO[str] | None):
         self._stream = stream
         self._lock = threading.Lock()
         self.closed = False
 
     def write(self, frame: dict[str, Any]) -> None:
         """A peer that went away loses its frames; the work behind them goes on."""
-        try:
-            line = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
-            line.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate somewhere: escape it rather than lose the frame
-            line = json.dumps(frame, ensure_ascii=True, separators=(",", ":"))
-        with self._lock:
-            if self.closed:
-                return
-            try:
-                self._stream.write(line + "\n")
-                self._stream.flush()
-            except (OSError, ValueError):
-                self.closed = True
+        self.write_lines(encode_frame(frame) + "\n")
 
     def write_lines(self, text: str) -> None:
         """Frames already encoded, one per line (a helper process's answer)."""
         with self._lock:
-            if self.closed:
+            if self.closed or self._stream is None:
                 return
             try:
                 self._stream.write(text)

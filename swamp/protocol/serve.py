@@ -30,6 +30,7 @@ from .. import __version__
 from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
 from ..domain.run import parse_iso
 from ..engine.ports import HOSTED_RUNS, RunHooks
+from .connection import MAX_UNREAD_BYTES, ConnectionWriter
 from .helpers import Helpers, Request, warm
 from .jsonl import BadFrame, FrameWriter, TooLong, answer, bounded_lines, parse_frame, refuse, too_long
 from .requests import handle
@@ -361,10 +362,14 @@ class Server:
 
     # -- connections -----------------------------------------------------------------------------
 
-    def read_connection(self, reader: IO[bytes], writer: FrameWriter) -> None:
+    def next_connection(self) -> int:
         with self.lock:
             self.connections += 1
-            conn = self.connections
+            return self.connections
+
+    def read_connection(self, reader: IO[bytes], writer: FrameWriter, conn: int | None = None) -> None:
+        if conn is None:
+            conn = self.next_connection()
         seen: set[str] = set()
         for number, raw in enumerate(bounded_lines(reader), start=1):
             if isinstance(raw, TooLong):
@@ -441,15 +446,23 @@ class Server:
 
     def _serve_client(self, client: socket.socket) -> None:
         reader = client.makefile("rb")
-        stream = client.makefile("w", encoding="utf-8")
-        writer = FrameWriter(stream)
+        number = self.next_connection()
+
+        def cut_off(unsent: int) -> None:
+            self.log(
+                f"connection {number}: closed, its client left {unsent} bytes of frames unread "
+                f"(more than {MAX_UNREAD_BYTES}); its requests go on without it"
+            )
+
+        writer = ConnectionWriter(client, cut_off)
         try:
-            self.read_connection(reader, writer)
+            self.read_connection(reader, writer, number)
             self._drain()
+            writer.finish()
         except (OSError, ValueError):
             pass  # the client went away; its requests finish without it
         finally:
-            for handle in (reader, stream, client):
+            for handle in (reader, client):
                 with contextlib.suppress(OSError, ValueError):
                     handle.close()
 
