@@ -124,7 +124,8 @@ def test_per_command_jsonl_honours_the_command_repo_dir(jl_repo, tmp_path):
 
 def serve_lines(repo, *items, implied_type=None):
     output = io.StringIO()
-    code = serve(io.StringIO(lines(*items)), output, repo_dir=str(repo.root), implied_type=implied_type)
+    source = io.BytesIO(lines(*items).encode())
+    code = serve(source, output, repo_dir=str(repo.root), implied_type=implied_type)
     assert code == 0
     return frames_by_id(output.getvalue())
 

@@ -3,11 +3,13 @@ serve.status, cancel and --max-runs."""
 
 from __future__ import annotations
 
+import os
+import socket
 import stat
 import time
 
 import pytest
-from helpers import dep, job, sh
+from helpers import dep, job, run_swamp, sh
 from test_serve_support import (  # noqa: F401 - serve_fixture, sockdir_fixture: fixtures
     Serve,
     cli_json,
@@ -198,3 +200,25 @@ def test_max_runs_also_bounds_runs_resumed_after_an_approve(repo, serve):
     assert approved["autoResume"]["resumed"] is False
     assert approved["autoResume"]["reason"] == "too_many_requests"
     assert record(repo, gated["id"])["status"] == "suspended"
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="chown needs root")
+def test_a_stale_socket_of_another_user_is_refused_and_left_where_it_is(repo, sockdir):
+    path = sockdir / "theirs.sock"
+    left = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    left.bind(str(path))
+    left.close()  # nobody listens: stale, but not ours
+    os.chown(path, 65534, 65534)
+    result = run_swamp("serve", "--socket", str(path), cwd=repo.root, timeout=20)
+    assert result.code == 3 and "socket_not_owned" in result.err, result.err
+    assert stat.S_ISSOCK(path.lstat().st_mode) and path.lstat().st_uid == 65534
+
+
+def test_a_symlink_at_the_socket_path_is_refused_and_not_followed(repo, sockdir):
+    target = sockdir / "target.txt"
+    target.write_text("kept\n")
+    path = sockdir / "link.sock"
+    path.symlink_to(target)
+    result = run_swamp("serve", "--socket", str(path), cwd=repo.root, timeout=20)
+    assert result.code == 3 and "socket_path_taken" in result.err, result.err
+    assert path.is_symlink() and target.read_text() == "kept\n"

@@ -43,6 +43,10 @@ class Client:
     def __init__(self, path: str | Path):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(str(path))
+        owner = os.stat(path).st_uid
+        if owner not in (os.getuid(), 0):  # a client sends nothing to a socket someone else put there
+            self.sock.close()
+            raise PermissionError(f"{path} belongs to uid {owner}, not to this user")
         self.frames: list[dict[str, Any]] = []
         self.lines: list[str] = []
         self.closed = False

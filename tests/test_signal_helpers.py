@@ -4,6 +4,8 @@ answered once, refusals intact, nothing lost when a helper dies, no helper left 
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import signal
@@ -110,28 +112,47 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
     return make_repo(tmp_path / "repo")
 
 
-def cpu_ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime + stime
+def bytes_written(pids: list[int]) -> int:
+    """What the helpers passed to write(): their answers and the records they saved. An idle
+    helper writes nothing, so growth means a helper answered (unlike CPU ticks, which a short
+    burst may not even register)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for row in Path(f"/proc/{pid}/io").read_text().splitlines():
+                if row.startswith("wchar:"):
+                    total += int(row.split()[1])
+    return total
 
 
 def warm_helpers(session: Session, waits: list[str], count: int = 2) -> list[int]:
-    """Pipeline a backlog that starts the helpers, then wait until they are up."""
+    """Pipeline a backlog that starts the helpers, then probe with signals to unknown waits until
+    a helper answers one: from then on the helpers are ready and take every signal pipelined
+    behind another."""
     session.send([frame(f"w{i}", w) for i, w in enumerate(waits)])
     session.until_done({f"w{i}" for i in range(len(waits))})
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while len(helper_pids(session.proc.pid)) < count:
         assert time.monotonic() < deadline, "the helpers did not start"
         time.sleep(0.05)
-    time.sleep(1.5)  # importing swamp takes a helper ~0.2 s on a quiet machine
-    return helper_pids(session.proc.pid)
+    helpers = helper_pids(session.proc.pid)
+    for probe in itertools.count():
+        before = bytes_written(helpers)
+        ids = [f"probe{probe}-{i}" for i in range(4)]
+        session.send([frame(rid, "wait_" + "a" * 26) for rid in ids])
+        session.until_done(set(ids))
+        if bytes_written(helpers) > before:
+            return helpers
+        assert time.monotonic() < deadline, "the helpers never answered a signal"
+        time.sleep(0.05)
+    raise AssertionError("unreachable")
 
 
 def test_pipelined_signals_are_answered_by_helpers_with_the_same_frames(repo: Repo) -> None:
     waits = open_waits(repo, 96)
     session = Session(repo, "--jsonl")
     helpers = warm_helpers(session, waits[60:])
-    before = sum(cpu_ticks(pid) for pid in helpers)
+    before = bytes_written(helpers)
     lines = [frame(f"s{i}", w) for i, w in enumerate(waits[:20])]
     lines.append(frame("bad", waits[20], {"verdict": "maybe"}))
     lines.append(
@@ -146,7 +167,7 @@ def test_pipelined_signals_are_answered_by_helpers_with_the_same_frames(repo: Re
     lines.extend(frame(f"s{i}", w) for i, w in enumerate(waits[24:60], start=24))
     session.send(lines)
     by_id = session.until_done({f"s{i}" for i in [*range(20), *range(24, 60)]} | {"bad", "dup", "twice"})
-    assert sum(cpu_ticks(pid) for pid in helpers) > before, "the helpers answered signals"
+    assert bytes_written(helpers) > before, "the helpers answered signals"
     code, err = session.close()
     assert code == 0 and not err.strip(), err
 
@@ -235,3 +256,47 @@ def test_serve_keeps_helpers_warm_and_takes_them_down_when_it_stops(repo: Repo) 
     while not all(_zombie(pid) or not Path(f"/proc/{pid}").exists() for pid in helpers):
         assert time.monotonic() < deadline, "a helper outlived serve"
         time.sleep(0.05)
+
+
+def test_helpers_end_with_serve_when_it_is_killed_even_while_waiting_for_a_claim(repo: Repo) -> None:
+    """A helper blocked on a run's claim never sees its stdin close: it must still end with serve,
+    not go on (holding claims, settling waits) for a parent that is gone."""
+    from swamp.store.claim import RunClaim
+    from swamp.store.repo import find_repo
+
+    wait_workflow(repo, "gate", wait_step("review", schema=VERDICT))
+    run = repo.run("gate", {})
+    wait_id = run["waits"][0]["waitId"]
+    claim = RunClaim(find_repo(str(repo.root)), run["id"], purpose="test holds the run")
+    assert claim.try_acquire()
+    try:
+        session = Session(repo, "serve")
+        helpers = warm_helpers(session, [])
+        body = {"waitId": wait_id, "payload": {"verdict": "ship"}, "claimTimeout": 120}
+        session.send(
+            [json.dumps({"type": "workflow.signal", "id": f"c{i}", "payload": body}) for i in range(8)]
+        )
+        lock = str(claim.path)
+
+        def waiting_helpers() -> list[int]:
+            found = []
+            for pid in helpers:
+                with contextlib.suppress(OSError):
+                    if any(os.readlink(fd) == lock for fd in Path(f"/proc/{pid}/fd").iterdir()):
+                        found.append(pid)
+            return found
+
+        deadline = time.monotonic() + 30
+        while not waiting_helpers():
+            assert time.monotonic() < deadline, "no helper took a signal"
+            time.sleep(0.05)
+        session.proc.kill()
+        session.proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while not all(_zombie(pid) or not Path(f"/proc/{pid}").exists() for pid in helpers):
+            assert time.monotonic() < deadline, "a helper outlived serve (killed with SIGKILL)"
+            time.sleep(0.05)
+    finally:
+        claim.release()
+    listed = repo.handle("workflow.waits", {})["waits"]
+    assert [w["waitId"] for w in listed] == [wait_id], "no helper settled the wait after serve died"

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 
 from .matching import match, match_frames, short, substitute
-from .scenario import Scenario, Step, repo_path
+from .scenario import Scenario, Step, raw_text, repo_path
 from .session import Session, SessionFailure
 
 DEFAULT_TIMEOUT = 60.0
@@ -199,7 +199,7 @@ class ScenarioRun:
     def _step_jsonl(self, step: Step) -> None:
         where = step.where
         requests = self._sub(step.data.get("jsonl", []), f"{where}.jsonl")
-        raw = self._sub(step.data.get("raw", ""), f"{where}.raw")
+        raw = raw_text(self._sub(step.data.get("raw", ""), f"{where}.raw"))
         stdin = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests) + raw
         result = self._invoke_step(step, ["--jsonl"], stdin)
         expect = self._sub(step.data.get("expect", {}), f"{where}.expect")

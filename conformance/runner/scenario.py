@@ -279,3 +279,11 @@ def _check_captures(scenario: Scenario) -> None:
         defined |= captured_names([expect.get(k) for k in ("json", "stdout", "stderr", "exit", "frames")])
         for check in step.data.get("files", []) if step.kind == "files" else []:
             defined |= captured_names([check.get(k) for k in ("count", "json", "text")])
+
+
+def raw_text(value: Any) -> str:
+    """A step's `raw`: a string, or a list of pieces, each a string or `{repeat: S, times: N}`
+    (S written N times), so a scenario can send a line far longer than it could spell out."""
+    if isinstance(value, str):
+        return value
+    return "".join(p if isinstance(p, str) else p["repeat"] * p["times"] for p in value)

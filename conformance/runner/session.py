@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 import jsonschema
 
 from .matching import ScenarioError, assign_frames, match, short
-from .scenario import STDIO, Step, repo_path
+from .scenario import STDIO, Step, raw_text, repo_path
 
 if TYPE_CHECKING:
     from .execute import ScenarioRun
@@ -223,7 +223,7 @@ class Session:
 
     def _do_send(self, sub: Step) -> None:
         frames = self.run._sub(sub.data["send"], f"{sub.where}.send")
-        raw = self.run._sub(sub.data.get("raw", ""), f"{sub.where}.raw")
+        raw = raw_text(self.run._sub(sub.data.get("raw", ""), f"{sub.where}.raw"))
         text = "".join(json.dumps(f, ensure_ascii=False) + "\n" for f in frames) + raw
         name = sub.data.get("to", STDIO)
         channel = self.channels[name]
@@ -360,6 +360,10 @@ class Session:
                     [f"connect {rel}: no connection within {timeout:g} s ({last}); {state}"]
                 ) from None
             time.sleep(0.05)
+        owner = os.stat(address).st_uid
+        if owner not in (os.getuid(), 0):  # someone else's socket: send it nothing
+            sock.close()
+            raise SessionFailure([f"connect {rel}: the socket belongs to uid {owner}, not to this user"])
         self.sockets[name] = sock
         channel = self._channel(name)
         self.threads.append(channel.read_from(sock.makefile("rb")))

@@ -285,3 +285,37 @@ def test_captures_flow_between_steps_in_order(suite):
         """,
     )
     run(suite, command(GOOD)).assert_outcomes(passed=1)
+
+
+def test_raw_pieces_send_long_text_and_the_schema_takes_them(suite):
+    from swamp_conformance_runner.scenario import raw_text
+
+    assert raw_text("as is\n") == "as is\n"
+    assert raw_text(["a", {"repeat": "xy", "times": 3}, "\n"]) == "axyxyxy\n"
+    scenario(
+        suite,
+        "raw.yaml",
+        """\
+        id: raw-pieces
+        title: raw may be pieces
+        requirements: [ENV-001]
+        steps:
+          - jsonl: []
+            raw: [{repeat: "x", times: 5}, "\\n"]
+            expect: {exit: {$any: true}}
+        """,
+    )
+    run(suite, command(GOOD)).assert_outcomes(passed=1)
+    scenario(
+        suite,
+        "raw.yaml",
+        """\
+        id: raw-pieces
+        title: raw pieces are checked
+        requirements: [ENV-001]
+        steps:
+          - jsonl: []
+            raw: [{repeat: "x"}]
+        """,
+    )
+    assert "times" in str(run(suite, command(GOOD)).stdout)

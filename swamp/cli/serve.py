@@ -14,7 +14,11 @@ from .output import print_error
 
 @click.command("serve")
 @click.option(
-    "--socket", "socket_path", type=click.Path(dir_okay=False), help="Also listen on this Unix socket."
+    "--socket",
+    "socket_path",
+    type=click.Path(),  # what stands at PATH is checked by serve (socket_path_taken)
+    help="Also listen on this Unix socket; put it in a directory only you can write, such as "
+    "$XDG_RUNTIME_DIR (not /tmp).",
 )
 @click.option("--max-runs", type=click.IntRange(min=1), help="At most N runs executing at once.")
 @click.option("--auto-continue", is_flag=True, help="Resume a run once all its waits and gates are settled.")
@@ -46,7 +50,7 @@ def serve(
     \b
     Examples:
       swamp serve < requests.jsonl
-      swamp serve --socket /tmp/swamp.sock --enforce-deadlines --auto-continue
+      swamp serve --socket "$XDG_RUNTIME_DIR/swamp.sock" --enforce-deadlines --auto-continue
     """
     from ..protocol.serve import ServeOptions, run_server
 

@@ -15,6 +15,12 @@ Parent to helper, one JSON line per request: {"seq", "frame" (the request line a
 "number" (its line number), "repoDir"}; the helper parses the frame again, so it sees exactly what
 the parent saw (duplicate keys, big numbers and all).
 Helper to parent: "ready", then for each request a line "<seq> <count>" and its `count` frames.
+
+A helper ends with its parent, however the parent ends: on Linux the kernel kills it when its parent
+dies (PR_SET_PDEATHSIG; a helper waiting for a run's claim never sees its stdin close, and went on
+holding claims and settling waits for its dead parent); elsewhere it stops at the next request once
+it finds its parent gone, and at EOF on stdin. PDEATHSIG fires when the *thread* that started the
+helper ends, so the helpers are started by a thread that lives as long as they do.
 """
 
 from __future__ import annotations
@@ -147,9 +153,11 @@ class Helpers:
             if self._state != "starting":  # closed meanwhile
                 for helper in helpers:
                     helper.close()
-                return
-            self._helpers = helpers
-            self._state = "ready" if helpers else "off"
+            else:
+                self._helpers = helpers
+                self._state = "ready" if helpers else "off"
+        for helper in helpers:  # this thread started them: it must outlive them (PDEATHSIG)
+            helper.answers.join()
 
 
 def _helper_count() -> int:
@@ -206,7 +214,7 @@ class _Helper:
     def spawn() -> subprocess.Popen[bytes] | None:
         try:
             return subprocess.Popen(
-                [sys.executable, "-m", "swamp.protocol.helpers"],
+                [sys.executable, "-m", "swamp.protocol.helpers", str(os.getpid())],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 start_new_session=True,  # a Ctrl-C or a group signal is the parent's to handle
@@ -318,8 +326,9 @@ class _Helper:
 def main() -> None:
     """A helper: answer each request line from the parent, one at a time, until EOF. A parent
     that went away ends it quietly."""
+    parent = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else None
     with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
-        _serve_parent()
+        _serve_parent(parent)
     with contextlib.suppress(OSError):
         os.close(1)  # nothing left to say; a closed pipe must not print at exit
 
@@ -340,20 +349,41 @@ def warm() -> None:
     _exchange_supported()  # loads ctypes and looks up renameat2 once
 
 
-def _serve_parent() -> None:
+def _serve_parent(parent: int | None) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when helpers stop: at EOF
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _die_with_parent(parent)
     warm()
     out = sys.stdout.buffer
     out.write(_READY)
     out.flush()
     for raw in sys.stdin.buffer:
+        if _orphaned(parent):
+            break  # what the parent sent before it died is nobody's to answer
         request = json.loads(raw)
         frames = _frames_for(request["frame"], request["number"], request.get("repoDir"))
         out.write(f"{request['seq']} {frames.count(chr(10))}\n{frames}".encode("utf-8", "surrogateescape"))
         out.flush()
+
+
+def _die_with_parent(parent: int | None) -> None:
+    """Ask the kernel to kill this helper when its parent dies (Linux), and end now if it already
+    has (it died before the request was made)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    if _orphaned(parent):
+        os._exit(0)
+
+
+def _orphaned(parent: int | None) -> bool:
+    return parent is not None and os.getppid() != parent
 
 
 def answer_here(request: Request, write_lines: Callable[[str], None], done: Callable[[], None]) -> None:

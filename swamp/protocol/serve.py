@@ -17,6 +17,7 @@ import datetime as dt
 import os
 import signal
 import socket
+import stat
 import sys
 import threading
 import time
@@ -29,8 +30,9 @@ from .. import __version__
 from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
 from ..domain.run import parse_iso
 from ..engine.ports import HOSTED_RUNS, RunHooks
+from .connection import MAX_UNREAD_BYTES, ConnectionWriter
 from .helpers import Helpers, Request, warm
-from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
+from .jsonl import BadFrame, FrameWriter, TooLong, answer, bounded_lines, parse_frame, refuse, too_long
 from .requests import handle
 
 SERVE_TYPES = frozenset({"serve.status", "cancel"})
@@ -349,7 +351,8 @@ class Server:
 
     def _background_continue(self, flight: InFlight, run_id: str, workflow: str) -> None:
         try:
-            outcome = self._continue(flight, {}, run_id, workflow, lambda event: None)
+            repo = {"repoDir": self.options.repo_dir} if self.options.repo_dir else {}
+            outcome = self._continue(flight, repo, run_id, workflow, lambda event: None)
             self.log(f"run {run_id}: auto-continue: {outcome}")
         except Exception as exc:  # a background task must never take serve down
             self.log(f"run {run_id}: auto-continue failed: {exc}")
@@ -359,12 +362,19 @@ class Server:
 
     # -- connections -----------------------------------------------------------------------------
 
-    def read_connection(self, reader: IO[str], writer: FrameWriter) -> None:
+    def next_connection(self) -> int:
         with self.lock:
             self.connections += 1
-            conn = self.connections
+            return self.connections
+
+    def read_connection(self, reader: IO[bytes], writer: FrameWriter, conn: int | None = None) -> None:
+        if conn is None:
+            conn = self.next_connection()
         seen: set[str] = set()
-        for number, raw in enumerate(reader, start=1):
+        for number, raw in enumerate(bounded_lines(reader), start=1):
+            if isinstance(raw, TooLong):
+                refuse(writer, None, too_long(number).error, number)
+                continue
             line = raw.strip()
             if not line:
                 continue
@@ -383,12 +393,29 @@ class Server:
             self.submit(writer, conn, request_id, request_type, payload, request)
 
     def listen(self, path: str) -> None:
-        if os.path.exists(path):
+        try:
+            found = os.lstat(path)
+        except FileNotFoundError:
+            found = None
+        if found is not None:
+            if not stat.S_ISSOCK(found.st_mode):  # a file, a directory, a symlink: not ours to remove
+                raise ServeError(
+                    f"{path} exists and is not a socket; remove it yourself or choose another --socket",
+                    {"socket": path},
+                    code="socket_path_taken",
+                )
             probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 probe.connect(path)
             except OSError:
-                os.unlink(path)  # a stale socket left by a serve that died
+                if found.st_uid != os.getuid():
+                    raise ServeError(
+                        f"{path} is a socket left by another user (uid {found.st_uid}); "
+                        "it is theirs to remove: choose another --socket",
+                        {"socket": path, "owner": found.st_uid},
+                        code="socket_not_owned",
+                    ) from None
+                os.unlink(path)  # a stale socket left by a serve of ours that died
             else:
                 probe.close()
                 raise ServeError(
@@ -418,16 +445,24 @@ class Server:
             threading.Thread(target=self._serve_client, args=(client,), daemon=True).start()
 
     def _serve_client(self, client: socket.socket) -> None:
-        reader = client.makefile("r", encoding="utf-8", errors="surrogateescape")
-        stream = client.makefile("w", encoding="utf-8")
-        writer = FrameWriter(stream)
+        reader = client.makefile("rb")
+        number = self.next_connection()
+
+        def cut_off(unsent: int) -> None:
+            self.log(
+                f"connection {number}: closed, its client left {unsent} bytes of frames unread "
+                f"(more than {MAX_UNREAD_BYTES}); its requests go on without it"
+            )
+
+        writer = ConnectionWriter(client, cut_off)
         try:
-            self.read_connection(reader, writer)
+            self.read_connection(reader, writer, number)
             self._drain()
+            writer.finish()
         except (OSError, ValueError):
             pass  # the client went away; its requests finish without it
         finally:
-            for handle in (reader, stream, client):
+            for handle in (reader, client):
                 with contextlib.suppress(OSError, ValueError):
                     handle.close()
 
@@ -495,10 +530,7 @@ def run_server(options: ServeOptions) -> int:
         server.listen(options.socket_path)
     if options.enforce_deadlines:
         threading.Thread(target=server.enforce_deadlines, name="swamp-serve-deadlines", daemon=True).start()
-    stdin = sys.stdin
-    reconfigure = getattr(stdin, "reconfigure", None)
-    if reconfigure is not None:
-        reconfigure(encoding="utf-8", errors="surrogateescape")
+    stdin = sys.stdin.buffer
     from ..cli.output import protect_stdout
 
     frames_out = protect_stdout()
