@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
 from ..domain.run import WorkflowRun, parse_iso
+from ..domain.runref import check_run_ref, is_run_id
 from .files import append_line, read_file, write_atomic, write_record, write_replace
 from .repo import RepoLayout
 
@@ -340,11 +341,23 @@ class RunRepository:
                 {"path": shown},
             ) from None
         run = WorkflowRun.from_dict(data, shown)
+        if not (is_run_id(run.id) and is_run_id(run.workflowId)):  # they name files when it is saved
+            raise RunUnreadable(
+                f"Run record {shown} has an id or workflowId that is not an ID (letters, digits, '-' "
+                "and '_'); it is left as it is",
+                {"path": shown},
+            )
         # Another process may have changed the run's index entry since this one last wrote it.
         self._active_written.pop(run.id, None)
         return run
 
     def load(self, workflow_id: str, run_id: str) -> WorkflowRun:
+        if not (is_run_id(run_id) and is_run_id(workflow_id)):  # names from an index entry: no paths
+            raise RunNotFound(
+                f"No run {run_id!r:.80} of workflow {workflow_id!r:.80}: not an ID; list runs with: "
+                "swamp workflow history",
+                {"run": run_id, "reason": "malformed"},
+            )
         return self.load_path(self._record_file(workflow_id, run_id))
 
     def record_paths(self, workflow_id: str | None = None) -> Iterator[Path]:
@@ -378,6 +391,7 @@ class RunRepository:
         """A run by its ID or a unique prefix of it."""
         if not run_id_or_prefix.strip():
             raise RunNotFound("Give a run ID (or a unique prefix); list runs with: swamp workflow history")
+        check_run_ref(run_id_or_prefix)  # before any path is built from it
         if workflow_id is not None and len(run_id_or_prefix) == 36:
             direct = self.path_for(workflow_id, run_id_or_prefix)
             if direct.exists():
