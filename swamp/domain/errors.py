@@ -7,6 +7,7 @@ not be had in time, 2 for bad usage, 1 for anything unexpected.
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 EXIT_OK = 0
@@ -143,10 +144,32 @@ class ServeError(SwampError):
 
 
 class StorageError(SwampError):
-    """The datastore could not be written (disk full, read-only, permissions)."""
+    """The datastore could not be read or written (disk full, read-only, permissions, a symbolic
+    link where swamp follows none)."""
 
     code = "storage_error"
     exit_code = EXIT_FAILED
+
+    @classmethod
+    def from_os_error(cls, exc: OSError, doing: str = "use") -> StorageError:
+        """The refusal for an OSError met on the datastore: it names the path and what to do."""
+        path = exc.filename if isinstance(exc.filename, str) else None
+        shown = path or "the repository's .swamp folder"
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ELOOP:
+            reason, fix = "it is a symbolic link", "remove the link (swamp follows none under .swamp)"
+        elif exc.errno == errno.EROFS:
+            fix = "put the repository on a writable file system"
+        elif exc.errno == errno.ENOTDIR:
+            fix = "remove what stands where swamp expects a folder"
+        elif exc.errno == errno.ENOSPC:
+            fix = "free disk space"
+        else:
+            fix = "make .swamp readable and writable by this user (or run as its owner)"
+        return cls(
+            f"Could not {doing} {shown}: {reason}; {fix}, then retry",
+            {"path": path, "errno": exc.errno},
+        )
 
 
 class UnsafeShellText(SwampError):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..domain.errors import InvalidRequest
+from ..domain.errors import InvalidRequest, StorageError
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -394,4 +394,7 @@ def lookup(name: Any) -> RequestType:
 def handle(name: str, payload: Any, emit: Emit | None = None) -> dict[str, Any]:
     request_type = lookup(name)
     checked = check_payload(request_type, payload)
-    return request_type.handler(checked, emit or (lambda event: None))
+    try:
+        return request_type.handler(checked, emit or (lambda event: None))
+    except OSError as exc:  # the store names what it could not do; anything it missed lands here
+        raise StorageError.from_os_error(exc) from None

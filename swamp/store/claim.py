@@ -21,9 +21,12 @@ from types import TracebackType
 from typing import Any
 
 from ..domain.errors import ClaimTimeout, StorageError
+from .files import refuse_links
 from .repo import RepoLayout
 
 DEFAULT_TIMEOUT = 5.0
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+_LOCK_FLAGS |= getattr(os, "O_NOFOLLOW", 0)
 POLL_SECONDS = 0.02
 
 try:
@@ -60,6 +63,7 @@ def default_timeout() -> float:
 class RunClaim:
     def __init__(self, layout: RepoLayout, run_id: str, *, timeout: float | None = None, purpose: str = ""):
         self._file = f"{layout.locks_dir}/{run_id}.lock"  # a plain string: this is on every hot path
+        self._root = str(layout.root)
         self.run_id = run_id
         chosen = default_timeout() if timeout is None else timeout
         # NaN or infinity would wait forever: a bound that is not a finite number is the default.
@@ -72,14 +76,7 @@ class RunClaim:
         return Path(self._file)
 
     def acquire(self) -> RunClaim:
-        try:
-            handle = self._open()
-        except OSError as exc:
-            raise StorageError(
-                f"Could not open the claim {self.path.name} under .swamp/locks: {exc.strerror or exc}; "
-                "make .swamp writable, then retry",
-                {"runId": self.run_id},
-            ) from None
+        handle = self._open()
         deadline = time.monotonic() + self.timeout
         while not _try_lock(handle):
             if time.monotonic() >= deadline:
@@ -107,11 +104,19 @@ class RunClaim:
         return True
 
     def _open(self) -> Any:
+        """The lock file, open for the life of the claim; never through a symbolic link (neither
+        the file nor .swamp/locks), created with the process umask. StorageError when it cannot
+        be opened: read-only storage, no write access, or a file where .swamp/locks should be."""
         try:
-            return open(self._file, "a+b", buffering=0)  # noqa: SIM115 - held for the life of the claim
-        except FileNotFoundError:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            return open(self._file, "a+b", buffering=0)  # noqa: SIM115
+            refuse_links(self._root, os.path.dirname(self._file))
+            try:
+                fd = os.open(self._file, _LOCK_FLAGS, 0o666)
+            except FileNotFoundError:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self._file, _LOCK_FLAGS, 0o666)
+        except OSError as exc:
+            raise StorageError.from_os_error(exc, "open the run's claim") from None
+        return open(fd, "a+b", buffering=0)  # noqa: SIM115 - held for the life of the claim
 
     def release(self) -> None:
         if self._handle is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,25 +54,25 @@ def write_record(path: Path | str, data: bytes, *, final: bool = False) -> None:
 
 
 def _open_swap(swap: str) -> tuple[int, bool]:
-    """The swap file open for writing from its start, and whether it was created just now."""
+    """The swap file open for writing from its start, and whether it was created just now. Never
+    through a symbolic link; created with the process umask, as every file swamp makes."""
     try:
-        return os.open(swap, os.O_WRONLY | _CLOEXEC), False
+        return os.open(swap, os.O_WRONLY | _CLOEXEC | _NOFOLLOW), False
     except FileNotFoundError:
         pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC | _NOFOLLOW
     try:
-        fd = os.open(swap, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)
+        return os.open(swap, flags, 0o666), True
     except FileNotFoundError:
         os.makedirs(os.path.dirname(swap), exist_ok=True)
-        fd = os.open(swap, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)
-    try:
-        os.fchmod(fd, 0o644)  # whatever the umask: records are as readable as the repository
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, True
+        return os.open(swap, flags, 0o666), True
 
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# Every open under .swamp/ refuses a symbolic link as its last name (ELOOP), so a link planted
+# there never makes a write land outside the repository; refuse_links checks the folders above.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 _renameat2: Any = None  # libc's renameat2 once looked up; False where there is none
@@ -118,7 +119,7 @@ def _load_renameat2() -> Any:
 
 
 def _fsync_dir(folder: Path | str) -> None:
-    dir_fd = os.open(folder, os.O_RDONLY)
+    dir_fd = os.open(folder, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
     try:
         os.fsync(dir_fd)
     finally:
@@ -129,8 +130,6 @@ def _replace(path: Path, data: bytes, *, durable: bool) -> None:
     fd, tmp = _temp_beside(path)
     try:
         try:
-            if durable:
-                os.fchmod(fd, 0o644)  # temp files are 0600; records are as readable as the repo
             _write_all(fd, data)
             if durable:
                 os.fsync(fd)
@@ -144,13 +143,13 @@ def _replace(path: Path, data: bytes, *, durable: bool) -> None:
 
 
 def _temp_beside(path: Path) -> tuple[int, str]:
-    """A new temp file (0600) in the folder of `path`, creating the folder only when it is missing
-    (a mkdir per write is a system call the hot paths do not need)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    """A new temp file (with the process umask) in the folder of `path`, creating the folder only
+    when it is missing (a mkdir per write is a system call the hot paths do not need)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC | _NOFOLLOW
     for attempt in range(100):
         tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}.tmp")
         try:
-            return os.open(tmp, flags, 0o600), tmp
+            return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:
             continue
         except FileNotFoundError:
@@ -163,12 +162,12 @@ def _temp_beside(path: Path) -> tuple[int, str]:
 def append_line(path: Path | str, line: str | None) -> None:
     """Append one line (not fsynced; None creates the file), creating the folder only when it is
     missing."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC | _NOFOLLOW
     try:
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags, 0o666)
     except FileNotFoundError:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags, 0o666)
     try:
         if line is not None:
             _write_all(fd, (line + "\n").encode("utf-8"))
@@ -181,9 +180,9 @@ def read_file(path: Path | str) -> bytes:
     Read without touching its access time where the OS allows (an atime update is an inode write
     that the next fsync has to commit)."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NOATIME)
+        fd = os.open(path, os.O_RDONLY | _NOATIME | _NOFOLLOW | _CLOEXEC)
     except PermissionError:  # O_NOATIME is for the file's owner only
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
     try:
         chunks = [os.read(fd, os.fstat(fd).st_size + 1)]
         while chunks[-1]:  # the file grew, or it is not a regular file
@@ -200,3 +199,21 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def refuse_links(base: str, folder: str) -> None:
+    """Raise OSError(ELOOP) naming the first folder between `base` (excluded) and `folder`
+    (included) that is a symbolic link; a folder that does not exist yet ends the check."""
+    if not folder.startswith(base + "/"):
+        return
+    current = base
+    for name in folder[len(base) + 1 :].split("/"):
+        if not name:
+            continue
+        current = f"{current}/{name}"
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(mode):
+            raise OSError(errno.ELOOP, "is a symbolic link", current)

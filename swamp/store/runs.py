@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -11,7 +12,8 @@ from typing import Any, TypeVar
 
 from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
 from ..domain.run import WorkflowRun, parse_iso
-from .files import append_line, read_file, write_atomic, write_record, write_replace
+from ..domain.runref import check_run_ref, is_run_id
+from .files import append_line, read_file, refuse_links, write_atomic, write_record, write_replace
 from .repo import RepoLayout
 
 T = TypeVar("T")
@@ -67,6 +69,15 @@ class RunRepository:
         # Hot paths join plain strings: a pathlib join and its str() cost more than the rest of a read.
         self._runs_prefix = str(layout.runs_dir) + "/"
         self._waits_prefix = str(self._waits_dir) + "/"
+        self._unlinked: set[str] = set()  # folders seen to be no symbolic link (nor under one)
+
+    def _no_links(self, folder: str) -> None:
+        """OSError(ELOOP) when `folder`, or a folder between the repository and it, is a symbolic
+        link: no file under .swamp is opened through one. Checked once per folder and process."""
+        if folder not in self._unlinked:
+            refuse_links(str(self.layout.root), folder)
+            if os.path.isdir(folder):
+                self._unlinked.add(folder)
 
     def path_for(self, workflow_id: str, run_id: str) -> Path:
         return Path(self._record_file(workflow_id, run_id))
@@ -92,6 +103,9 @@ class RunRepository:
         path = self._record_file(run.workflowId, run.id)
         active = run.status in ACTIVE
         try:
+            self._no_links(os.path.dirname(path))
+            if os.path.islink(self._audit_file(run)):  # the trail is appended after the save
+                raise OSError(errno.ELOOP, "is a symbolic link", self._audit_file(run))
             if not (settled_only and active):
                 self._index_waits(run)
                 if active:
@@ -100,11 +114,11 @@ class RunRepository:
             if not active:
                 self._unmark_active(run.id)
         except OSError as exc:
-            shown = self._shown(path)
+            shown = self._shown(exc.filename if isinstance(exc.filename, str) else path)
+            error = StorageError.from_os_error(exc, "write")
             raise StorageError(
-                f"Could not save run record {shown}: {exc.strerror or exc}. The record on disk is the last "
-                "one saved; free disk space or make .swamp writable, then retry",
-                {"path": str(shown), "errno": exc.errno},
+                f"{error.message} (the record on disk is the last one saved)",
+                {**error.details, "path": shown},
             ) from None
 
     # -- the active-run index: index/active/<runId>.json for every run not yet finished ----------
@@ -123,6 +137,7 @@ class RunRepository:
         if written is not None and _covers(written, entry, exact):
             return
         path = self._active_dir / f"{run.id}.json"
+        self._no_links(str(self._active_dir))
         try:
             current = json.loads(read_file(path))
             if isinstance(current, dict) and _covers(current, entry, exact):
@@ -199,6 +214,7 @@ class RunRepository:
         if not self._built_stamp.exists():
             self.rebuild_active_index()
         folder = str(self._active_dir)
+        self._no_links(folder)
         try:
             names = sorted(os.listdir(folder))
         except FileNotFoundError:
@@ -212,6 +228,8 @@ class RunRepository:
                     raise ValueError("not an index entry")
             except FileNotFoundError:
                 continue
+            except PermissionError:
+                raise  # rebuilding would meet it again: the command says storage_error
             except (OSError, ValueError):
                 raise _IndexDamaged from None
             if workflow_id is None or entry["workflowId"] == workflow_id:
@@ -250,6 +268,7 @@ class RunRepository:
         return f"{self._waits_prefix}{wait_id}.json"
 
     def _index_waits(self, run: WorkflowRun) -> None:
+        self._no_links(str(self._waits_dir))
         opened = False
         for _, step in run.steps():
             if step.wait is not None and step.status == "waiting":
@@ -284,6 +303,7 @@ class RunRepository:
     def find_wait(self, wait_id: str) -> WorkflowRun | None:
         """The run holding wait `wait_id` (a well-formed ID), or None."""
         pointer = self._wait_pointer(wait_id)
+        self._no_links(str(self._waits_dir))
         pointed = self._pointed_at(wait_id)
         if pointed is not None:
             try:
@@ -293,7 +313,7 @@ class RunRepository:
             except (OSError, RunNotFound, RunUnreadable):
                 pass
         for path in self.record_paths():
-            if wait_id.encode() not in path.read_bytes():
+            if wait_id.encode() not in read_file(path):
                 continue
             run = self.load_path(path)
             if run.holds_wait(wait_id):
@@ -310,16 +330,23 @@ class RunRepository:
 
     def append_audit(self, run: WorkflowRun, entry: dict[str, object]) -> None:
         """Signal attempts, outside the record so a refusal leaves the record byte-identical."""
-        # Best effort: a failure to note an attempt must not hide its answer.
-        with contextlib.suppress(OSError):
+        # Best effort: a failure to note an attempt must not hide its answer; but a link planted
+        # in the trail's place is refused, never followed nor passed over in silence.
+        try:
             append_line(self._audit_file(run), json.dumps(entry, ensure_ascii=False))
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StorageError.from_os_error(exc, "append to the audit trail") from None
 
     def read_audit(self, run: WorkflowRun) -> list[dict[str, object]]:
-        path = self.audit_path(run)
-        if not path.exists():
+        try:
+            text = read_file(self._audit_file(run)).decode("utf-8", "replace")
+        except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise StorageError.from_os_error(exc, "read the audit trail") from None
         entries = []
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in text.splitlines():
             try:
                 entries.append(json.loads(line))
             except ValueError:
@@ -329,9 +356,12 @@ class RunRepository:
     def load_path(self, path: Path | str) -> WorkflowRun:
         shown = self._shown(str(path))
         try:
+            self._no_links(os.path.dirname(path))
             raw = read_file(path)
         except FileNotFoundError:
             raise RunNotFound(f"Run record {shown} does not exist", {"path": shown}) from None
+        except OSError as exc:
+            raise StorageError.from_os_error(exc, "read the run record") from None
         try:
             data = json.loads(raw)
         except ValueError as exc:
@@ -340,15 +370,31 @@ class RunRepository:
                 {"path": shown},
             ) from None
         run = WorkflowRun.from_dict(data, shown)
+        if not (is_run_id(run.id) and is_run_id(run.workflowId)):  # they name files when it is saved
+            raise RunUnreadable(
+                f"Run record {shown} has an id or workflowId that is not an ID (letters, digits, '-' "
+                "and '_'); it is left as it is",
+                {"path": shown},
+            )
         # Another process may have changed the run's index entry since this one last wrote it.
         self._active_written.pop(run.id, None)
         return run
 
     def load(self, workflow_id: str, run_id: str) -> WorkflowRun:
+        if not (is_run_id(run_id) and is_run_id(workflow_id)):  # names from an index entry: no paths
+            raise RunNotFound(
+                f"No run {run_id!r:.80} of workflow {workflow_id!r:.80}: not an ID; list runs with: "
+                "swamp workflow history",
+                {"run": run_id, "reason": "malformed"},
+            )
         return self.load_path(self._record_file(workflow_id, run_id))
 
     def record_paths(self, workflow_id: str | None = None) -> Iterator[Path]:
         base = self.layout.runs_dir
+        try:
+            self._no_links(str(base))
+        except OSError as exc:
+            raise StorageError.from_os_error(exc, "list the run records under") from None
         if not base.is_dir():
             return
         folders = [base / workflow_id] if workflow_id else sorted(p for p in base.iterdir() if p.is_dir())
@@ -378,6 +424,7 @@ class RunRepository:
         """A run by its ID or a unique prefix of it."""
         if not run_id_or_prefix.strip():
             raise RunNotFound("Give a run ID (or a unique prefix); list runs with: swamp workflow history")
+        check_run_ref(run_id_or_prefix)  # before any path is built from it
         if workflow_id is not None and len(run_id_or_prefix) == 36:
             direct = self.path_for(workflow_id, run_id_or_prefix)
             if direct.exists():

@@ -42,24 +42,35 @@ def load_yaml(text: str) -> Any:
         raise YamlError(f"too many YAML aliases (more than {MAX_ALIASES}); expand them in the file")
     try:
         value = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader
+        if aliases and _expanded_size(value, {}) > MAX_NODES:
+            raise YamlError(
+                f"the YAML aliases expand to more than {MAX_NODES} values; expand them in the file"
+            )
     except yaml.YAMLError as exc:
         raise YamlError(str(exc).replace("\n", " ")) from None
-    if aliases and _expanded_size(value, {}) > MAX_NODES:
-        raise YamlError(f"the YAML aliases expand to more than {MAX_NODES} values; expand them in the file")
+    except RecursionError:
+        raise YamlError("the YAML is nested too deeply; flatten it") from None
     return value
+
+
+_MEASURING = -1  # the size of a node whose children are being measured
 
 
 def _expanded_size(value: Any, memo: dict[int, int]) -> int:
     """How many values the document holds once every alias is written out (a shared node counts
-    each time it is used, but is measured once)."""
+    each time it is used, but is measured once). A node that holds itself (an anchor used inside
+    its own node) would be infinite: every reader after this one would recurse without end."""
     if not isinstance(value, (dict, list)):
         return 1
     key = id(value)
-    if key not in memo:
-        memo[key] = 0  # a recursive alias adds nothing more
+    size = memo.get(key)
+    if size is None:
+        memo[key] = _MEASURING
         children = value.values() if isinstance(value, dict) else value
-        memo[key] = 1 + sum(_expanded_size(child, memo) for child in children)
-    return memo[key]
+        size = memo[key] = 1 + sum(_expanded_size(child, memo) for child in children)
+    elif size == _MEASURING:
+        raise YamlError("a YAML alias is used inside the node its anchor names (a node that holds itself)")
+    return size
 
 
 def _alias_count(text: str) -> int:
