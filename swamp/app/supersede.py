@@ -57,6 +57,8 @@ def keep_reason(run: WorkflowRun, app: App) -> dict[str, Any] | None:
     waits = [s.wait.waitId for _, s in run.unsettled_waits() if s.wait is not None]
     if waits:
         return {"reason": "wait_open", "waitIds": waits}
+    if not any(s.wait is not None and s.wait.outcome == "received" for _, s in run.steps()):
+        return None  # nothing delivered: no need to read the definition
     from .run import workflow_of  # run.py imports this module
 
     workflow = workflow_of(run)
