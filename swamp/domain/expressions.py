@@ -17,7 +17,7 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from itertools import islice
 from typing import Any, Final
 
@@ -302,16 +302,15 @@ class ExpressionEngine:
             return [self.render(v, scope) for v in value]
         return value
 
-    def render_text(self, text: str, scope: Scope, quote: Callable[[str], str] | None = None) -> Any:
-        """With `quote` (for text that a shell will parse) every value is inserted as quoted text,
-        so data such as a signal payload can never become code."""
+    def render_text(self, text: str, scope: Scope) -> Any:
+        """A whole expression keeps its value's type (EXPR-004); embedded ones become text (EXPR-005).
+        Text a shell parses is rendered by `shellwords.insert_values` instead (MODEL-014)."""
         if "${{" not in text:
             return text
         whole = whole_expression(text)
-        if whole is not None and quote is None:
+        if whole is not None:
             return self.evaluate(whole, scope)
-        wrap = quote or (lambda piece: piece)
-        return EXPRESSION.sub(lambda m: wrap(js_string(self.evaluate(m.group(1), scope))), text)
+        return EXPRESSION.sub(lambda m: js_string(self.evaluate(m.group(1), scope)), text)
 
 
 def _clean(message: str) -> str:

@@ -77,6 +77,11 @@ class ShellText:
     environment: dict[str, str]
 
 
+def shown(source: str) -> str:
+    """An expression as a one-line message shows it."""
+    return "${{ " + " ".join(source.split()) + " }}"
+
+
 def value_name(index: int) -> str:
     return f"{VALUE_PREFIX}{index}"
 
@@ -97,6 +102,8 @@ def scan(template: str, *, inline: bool = False) -> list[Hole]:
     pieces.append(template[last:])
     scanner = _Scanner("".join(pieces), [m.group(0) for m in matches])
     contexts = scanner.run()
+    if len(contexts) != len(matches):  # pragma: no cover - a hole the reading stepped over
+        raise UnsafeShellText("The shell text could not be read around its expressions: simplify it")
     if inline and scanner.ansi_strings:
         first = matches[0].group(0)
         raise UnsafeShellText(
@@ -135,17 +142,17 @@ def quoted(hole: Hole, value: str) -> str:
         for line in value.split("\n"):
             if hole.strip_tabs and line.startswith("\t"):
                 raise UnsafeShellText(
-                    f"${{{{ {hole.source} }}}}: its value holds a line starting with a tab, which a "
+                    f"{shown(hole.source)}: its value holds a line starting with a tab, which a "
                     "<<- here-document strips: use << instead of <<-"
                 )
             if hole.delimiter and line.lstrip("\t").startswith(hole.delimiter):
                 raise UnsafeShellText(
-                    f"${{{{ {hole.source} }}}}: its value holds a line starting with the "
+                    f"{shown(hole.source)}: its value holds a line starting with the "
                     f"here-document delimiter {hole.delimiter}, which would end the here-document: "
                     "choose a delimiter the value cannot contain"
                 )
         return "".join("\\" + c if c in "\\$`" else c for c in value)
-    raise UnsafeShellText(f"${{{{ {hole.source} }}}}: {context.value} has no inline form")  # pragma: no cover
+    raise UnsafeShellText(f"{shown(hole.source)}: {context.value} has no inline form")  # pragma: no cover
 
 
 def insert_values(
@@ -162,7 +169,7 @@ def insert_values(
     environment: dict[str, str] = {}
     last = 0
     for n, hole in enumerate(holes, start=first_index):
-        value = _receivable(js_string(evaluate(hole.source)), f"${{{{ {hole.source} }}}}")
+        value = _receivable(js_string(evaluate(hole.source)), shown(hole.source))
         out.append(template[last : hole.start])
         if by_environment:
             name = value_name(n)
@@ -224,15 +231,14 @@ class _Scanner:
 
     def shown_span(self, a: int, b: int) -> str:
         """The template's text from a to b, with the expressions back in place."""
-        return "".join(
-            self.originals[self.index_at(k)] if self.t[k] == HOLE else self.t[k] for k in range(a, b)
-        )
+        return "".join(self.expression(k) if self.t[k] == HOLE else self.t[k] for k in range(a, b))
 
     def index_at(self, i: int) -> int:
         return self.t.count(HOLE, 0, i)
 
     def expression(self, i: int) -> str:
-        return self.originals[self.index_at(i)]
+        original = self.originals[self.index_at(i)]
+        return shown(original[3:-2]) if "\n" in original else original
 
     def hole(
         self, i: int, context: Context, forbidden: str | None, delimiter: str = "", strip: bool = False
@@ -279,8 +285,9 @@ class _Scanner:
                     test_arithmetic = True
                 elif test_from is not None and text == "]]":
                     if test_arithmetic and len(self.found) > test_from:
+                        first = shown(self.originals[test_from][3:-2])
                         raise UnsafeShellText(
-                            f"{self.originals[test_from]} is inside [[ ]] with an arithmetic comparison "
+                            f"{first} is inside [[ ]] with an arithmetic comparison "
                             "(-eq, -lt, ...), where bash evaluates a value as arithmetic (which can run "
                             "commands): use [ ... ] instead of [[ ... ]], or compare in the expression"
                         )
@@ -575,6 +582,12 @@ class _Scanner:
                 quoted = True
                 i = end + 1
             elif c == "\\":
+                if i + 1 < self.limit and t[i + 1] == HOLE:
+                    self.hole(
+                        i + 1,
+                        Context.WORD,
+                        forbidden or "a here-document delimiter: write the delimiter literally, e.g. <<EOF",
+                    )
                 quoted = True
                 delimiter.append(t[i + 1 : i + 2])
                 i += 2

@@ -15,7 +15,12 @@ from .types import Method, MethodContext, MethodFailed, ModelType
 ARGUMENTS = {
     "type": "object",
     "properties": {
-        "run": {"type": "string", "minLength": 1, "description": "the command, run with sh -c"},
+        "run": {
+            "type": "string",
+            "minLength": 1,
+            "description": "the command, run with sh -c; each ${{ }} in it reaches the command as "
+            "data, through the variable SWAMP_VALUE_<n> (MODEL-015)",
+        },
         "workingDir": {"type": "string", "description": "relative to the repository root"},
         "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "milliseconds"},
         "env": {"type": "object", "additionalProperties": {"type": "string"}},
