@@ -6,7 +6,9 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..domain.shellwords import VALUE_PREFIX
@@ -66,34 +68,112 @@ def execute(args: dict[str, Any], ctx: MethodContext) -> dict[str, Any]:
             os.killpg(proc.pid, signal.SIGKILL)
 
     take_back = ctx.on_abandon(stop)
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout_ms / 1000 if timeout_ms else None)
-    except subprocess.TimeoutExpired:
-        stop()
-        stdout, stderr = proc.communicate()
-        take_back()
-        raise MethodFailed(
-            f"Command timed out after {timeout_ms} ms",
-            {
-                "exitCode": None,
-                "stdout": stdout,
-                "stderr": stderr,
-                "durationMs": round((time.monotonic() - started) * 1000),
-            },
-        ) from None
+    timed_out = threading.Event()
 
-    take_back()
+    def time_out() -> None:
+        timed_out.set()
+        stop()
+
+    timer = threading.Timer(timeout_ms / 1000, time_out) if timeout_ms else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        stdout, stderr = _read_output(proc, ctx.log)
+        proc.wait()
+    finally:
+        if timer is not None:
+            timer.cancel()
+        take_back()
     result = {
         "exitCode": proc.returncode,
-        "stdout": stdout,
-        "stderr": stderr,
+        **stdout.fields("stdout"),
+        **stderr.fields("stderr"),
         "durationMs": round((time.monotonic() - started) * 1000),
     }
-    for line in stdout.splitlines():
-        ctx.log(line)
+    if timed_out.is_set():
+        result["exitCode"] = None
+        raise MethodFailed(f"Command timed out after {timeout_ms} ms", result)
     if proc.returncode != 0 and not args.get("ignoreExitCode"):
         raise MethodFailed(f"Command exited with code {proc.returncode}", result)
     return result
+
+
+TAIL_BYTES = 65536  # of each stream, kept in the result (MODEL-020); the rest is only streamed
+_CHUNK = 65536
+_LONGEST_LINE = 65536  # a longer line is streamed in pieces of this size, never held whole
+
+
+class _Tail:
+    """The last TAIL_BYTES of a stream and how many bytes came before them: what a step keeps of
+    its output however much it prints."""
+
+    def __init__(self) -> None:
+        self._kept = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        self._kept += chunk
+        if len(self._kept) > 2 * TAIL_BYTES:  # trimmed in batches: a trim copies the tail
+            self._trim()
+
+    def _trim(self) -> None:
+        extra = len(self._kept) - TAIL_BYTES
+        if extra > 0:
+            del self._kept[:extra]
+            self.dropped += extra
+
+    def fields(self, name: str) -> dict[str, Any]:
+        """`{name: text}` plus `{name}DroppedBytes` when bytes were left out. Text as a text-mode
+        pipe gives it: UTF-8 with replacement, universal newlines."""
+        self._trim()
+        if self.dropped:  # a character cut at the start of the tail goes with what came before
+            cut = 0
+            while cut < min(3, len(self._kept)) and 0x80 <= self._kept[cut] < 0xC0:
+                cut += 1
+            del self._kept[:cut]
+            self.dropped += cut
+        text = self._kept.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+        return {name: text, f"{name}DroppedBytes": self.dropped} if self.dropped else {name: text}
+
+
+def _read_output(proc: subprocess.Popen[str], log: Callable[[str], None]) -> tuple[_Tail, _Tail]:
+    """Read both pipes to their end as the command writes them, keeping a bounded tail of each:
+    every stdout line is passed to `log` as it arrives; stderr is read on a thread of its own so
+    that neither pipe fills while the other is read. Memory stays bounded whatever is printed."""
+    assert proc.stdout is not None and proc.stderr is not None
+    stdout, stderr = _Tail(), _Tail()
+    errors = threading.Thread(target=_drain, args=(proc.stderr.buffer, stderr, None), daemon=True)
+    errors.start()
+    try:
+        _drain(proc.stdout.buffer, stdout, log)
+    finally:
+        errors.join()
+    return stdout, stderr
+
+
+def _drain(pipe: Any, tail: _Tail, log: Callable[[str], None] | None) -> None:
+    pending = b""
+    with pipe:
+        while chunk := pipe.read1(_CHUNK):
+            tail.add(chunk)
+            if log is None:
+                continue
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                _log_line(log, line)
+            while len(pending) > _LONGEST_LINE:
+                _log_line(log, pending[:_LONGEST_LINE])
+                pending = pending[_LONGEST_LINE:]
+    if log is not None and pending:
+        _log_line(log, pending)
+
+
+def _log_line(log: Callable[[str], None], line: bytes) -> None:
+    text = line.decode("utf-8", "replace")
+    for part in text.splitlines() or [text]:
+        log(part)
 
 
 SHELL = ModelType(

@@ -119,7 +119,7 @@ def _load_renameat2() -> Any:
 
 
 def _fsync_dir(folder: Path | str) -> None:
-    dir_fd = os.open(folder, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
+    dir_fd = os.open(folder, os.O_RDONLY | _DIRECTORY)
     try:
         os.fsync(dir_fd)
     finally:
