@@ -116,7 +116,7 @@ def test_a_frame_integer_too_long_for_python_is_a_malformed_payload_not_a_bad_li
         '"repoDir":' + json.dumps(str(repo.root)) + ',"payload":{"n":' + "9" * 5000 + "}}}\n"
     )
     out = io.StringIO()
-    serve(io.StringIO(line), out)
+    serve(io.BytesIO(line.encode()), out)
     frames = [json.loads(x) for x in out.getvalue().splitlines()]
     assert frames[0]["error"]["code"] == "payload_malformed", frames
     assert "5000-digit integer" in frames[0]["error"]["message"]
