@@ -77,7 +77,7 @@ def signal(
     check_only: bool = False,
     claim_timeout: float | None = None,
 ) -> dict[str, Any]:
-    user = app.user
+    user, on_behalf_of = app.user, app.on_behalf_of
     if check_only:
         found = _locate(app, wait_id)
         _refuse_if_running(found)
@@ -97,13 +97,14 @@ def signal(
         now = app.clock.now()
         try:
             job, step, payload, receipt = run.signal(
-                now, wait_id, read_payload, user, app.validation.problems
+                now, wait_id, read_payload, user, app.validation.problems, on_behalf_of=on_behalf_of
             )
         except SwampError as exc:
-            app.runs.append_audit(run, _audit(now, user, wait_id, exc.code))
+            app.runs.append_audit(run, _audit(now, user, on_behalf_of, wait_id, exc.code))
             raise
         app.runs.save(run, settled_only=True)
-        app.runs.append_audit(run, _audit(now, user, wait_id, "accepted", receipt.id if receipt else None))
+        signal_id = receipt.id if receipt else None
+        app.runs.append_audit(run, _audit(now, user, on_behalf_of, wait_id, "accepted", signal_id))
     assert receipt is not None
     still_open = [s.wait.waitId for _, s in run.open_waits(now) if s.wait is not None]
     return {
@@ -123,9 +124,17 @@ def signal(
 
 
 def _audit(
-    now: dt.datetime, user: str, wait_id: str, code: str, signal_id: str | None = None
+    now: dt.datetime,
+    user: str,
+    on_behalf_of: str | None,
+    wait_id: str,
+    code: str,
+    signal_id: str | None = None,
 ) -> dict[str, Any]:
-    entry: dict[str, Any] = {"at": iso(now), "by": user, "action": "signal", "waitId": wait_id, "code": code}
+    entry: dict[str, Any] = {"at": iso(now), "by": user}
+    if on_behalf_of is not None:
+        entry["onBehalfOf"] = on_behalf_of
+    entry.update({"action": "signal", "waitId": wait_id, "code": code})
     if signal_id:
         entry["signalId"] = signal_id
     return entry

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import io
 import json
 import os
@@ -39,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..domain.actors import Actor
 from ..domain.errors import InternalError
 
 HANDED_OFF = frozenset({"workflow.signal"})  # quick, self-contained, nothing streamed
@@ -178,6 +180,7 @@ class Request:
     frame: str
     number: int
     repo_dir: str | None = None
+    actor: Actor | None = None  # who sent it (a socket peer); None: the parent's own user
 
 
 _Pending = tuple[Request, Callable[[str], None], Callable[[], None]]
@@ -241,7 +244,9 @@ class _Helper:
     def send(self, request: Request, write_lines: Callable[[str], None], done: Callable[[], None]) -> bool:
         """Queue `request` for this helper (its room was taken by the caller); False if it is dead.
         Never waits on the pipe."""
-        body = {"frame": request.frame, "number": request.number, "repoDir": request.repo_dir}
+        body: dict[str, Any] = {"frame": request.frame, "number": request.number, "repoDir": request.repo_dir}
+        if request.actor is not None:
+            body["actor"] = [request.actor.account, request.actor.on_behalf_of]
         with self._lock:
             if not self.alive:
                 return False
@@ -363,7 +368,8 @@ def _serve_parent(parent: int | None) -> None:
         if _orphaned(parent):
             break  # what the parent sent before it died is nobody's to answer
         request = json.loads(raw)
-        frames = _frames_for(request["frame"], request["number"], request.get("repoDir"))
+        actor = Actor(*request["actor"]) if request.get("actor") else None
+        frames = _frames_for(request["frame"], request["number"], request.get("repoDir"), actor)
         out.write(f"{request['seq']} {frames.count(chr(10))}\n{frames}".encode("utf-8", "surrogateescape"))
         out.flush()
 
@@ -389,12 +395,12 @@ def _orphaned(parent: int | None) -> bool:
 def answer_here(request: Request, write_lines: Callable[[str], None], done: Callable[[], None]) -> None:
     """Answer `request` in this process, as a helper would have (when none is left to take it)."""
     try:
-        write_lines(_frames_for(request.frame, request.number, request.repo_dir))
+        write_lines(_frames_for(request.frame, request.number, request.repo_dir, request.actor))
     finally:
         done()
 
 
-def _frames_for(frame: str, number: int, repo_dir: str | None) -> str:
+def _frames_for(frame: str, number: int, repo_dir: str | None, actor: Actor | None = None) -> str:
     """The frames that answer one request line, its frame parsed again from the line as read."""
     from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
     from .requests import handle
@@ -409,7 +415,7 @@ def _frames_for(frame: str, number: int, repo_dir: str | None) -> str:
         if repo_dir is not None and "repoDir" not in payload:
             payload = {**payload, "repoDir": repo_dir}
         if request_type in HANDED_OFF:
-            answer(writer, request_id, request_type, payload, handle, number)
+            answer(writer, request_id, request_type, payload, functools.partial(handle, actor=actor), number)
         else:
             error = InternalError(f"a helper process does not answer {request_type}")
             refuse(writer, request_id, error, number)

@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import stat
+import struct
 import sys
 import threading
 import time
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, TextIO
 
 from .. import __version__
+from ..domain.actors import Actor
 from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
 from ..domain.run import parse_iso
 from ..engine.ports import HOSTED_RUNS, RunHooks
@@ -61,6 +63,7 @@ class InFlight:
     stop: str | None = None
     executors: set[Any] = field(default_factory=set)
     writer: FrameWriter | None = None
+    actor: Actor | None = None  # who sent it: a socket peer's account; None: serve's own user
     executing: bool = False
     # The frames of a client's request go through its flight: once its done is written, or shutdown
     # has taken it over, later frames are dropped, so a client sees one answer and nothing after done.
@@ -128,11 +131,12 @@ class Server:
         request_type: str,
         payload: Any,
         request: Request | None = None,
+        actor: Actor | None = None,
     ) -> None:
         if self.options.repo_dir is not None and "repoDir" not in payload and request_type not in SERVE_TYPES:
             payload = {**payload, "repoDir": self.options.repo_dir}
         key = (conn, request_id)
-        flight = InFlight(key, request_type, time.monotonic(), writer=writer)
+        flight = InFlight(key, request_type, time.monotonic(), writer=writer, actor=actor)
         with self.lock:
             self.requests[key] = flight
 
@@ -173,7 +177,7 @@ class Server:
             raise ShuttingDown("swamp serve is shutting down and takes no new requests; reconnect later")
         if request_type in RUN_TYPES:
             return self._hosted(flight, request_type, payload, emit)
-        data = handle(request_type, payload, emit)
+        data = handle(request_type, payload, emit, flight.actor)
         if (
             request_type == "workflow.approve"
             and data.get("approved")
@@ -205,7 +209,7 @@ class Server:
         )
         token = HOSTED_RUNS.set(hooks)
         try:
-            return handle(request_type, payload, emit)
+            return handle(request_type, payload, emit, flight.actor)
         finally:
             HOSTED_RUNS.reset(token)
             flight.executing = False
@@ -367,7 +371,11 @@ class Server:
             self.connections += 1
             return self.connections
 
-    def read_connection(self, reader: IO[bytes], writer: FrameWriter, conn: int | None = None) -> None:
+    def read_connection(
+        self, reader: IO[bytes], writer: FrameWriter, conn: int | None = None, actor: Actor | None = None
+    ) -> None:
+        """Read one connection's requests until EOF; `actor` is who is on the other end (None: the
+        user serve runs as, for stdin)."""
         if conn is None:
             conn = self.next_connection()
         seen: set[str] = set()
@@ -389,8 +397,8 @@ class Server:
                 )
                 continue
             self.helpers.arrived(request_type)
-            request = Request(request_id, request_type, line, number, self.options.repo_dir)
-            self.submit(writer, conn, request_id, request_type, payload, request)
+            request = Request(request_id, request_type, line, number, self.options.repo_dir, actor)
+            self.submit(writer, conn, request_id, request_type, payload, request, actor)
 
     def listen(self, path: str) -> None:
         try:
@@ -456,7 +464,8 @@ class Server:
 
         writer = ConnectionWriter(client, cut_off)
         try:
-            self.read_connection(reader, writer, number)
+            actor = peer_actor(client)
+            self.read_connection(reader, writer, number, actor)
             self._drain()
             writer.finish()
         except (OSError, ValueError):
@@ -513,6 +522,19 @@ class Server:
             with contextlib.suppress(OSError):
                 os.unlink(self.options.socket_path)
         self.log("stopped")
+
+
+def peer_actor(client: socket.socket) -> Actor:
+    """The account of the process at the other end of a Unix socket, from the kernel (SO_PEERCRED),
+    never from anything the client says. Where the OS has no SO_PEERCRED, the socket's mode (0600)
+    admits only serve's own user, so that is who it is."""
+    from ..store.clock import account_of
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return Actor(account_of(os.getuid()))
+    _pid, uid, _gid = struct.unpack("3i", client.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    return Actor(account_of(uid))
 
 
 def run_server(options: ServeOptions) -> int:
