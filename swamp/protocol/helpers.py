@@ -343,7 +343,6 @@ def warm() -> None:
     says ready, serve at launch. Otherwise the first signals wait for these imports (about 0.1 s),
     and in serve every request read behind them waits too."""
     import base64  # noqa: F401 - imported for its side effect: loaded now, not on the first signal
-    import getpass  # noqa: F401 - who signed, for the receipt
     import hashlib  # noqa: F401
 
     from ..app import signals  # noqa: F401
@@ -352,6 +351,9 @@ def warm() -> None:
     from . import jsonl, requests  # noqa: F401
 
     _exchange_supported()  # loads ctypes and looks up renameat2 once
+    from ..store.clock import current_user
+
+    current_user()  # who signs the receipt: one password-database lookup, cached
 
 
 def _serve_parent(parent: int | None) -> None:
