@@ -111,6 +111,7 @@ class Server:
         self.shutting_down = threading.Event()
         self.finished = threading.Event()
         self.connections = 0
+        self.writers: set[ConnectionWriter] = set()  # each socket connection's, to flush at the end
         self.listener: socket.socket | None = None
 
     # -- logging ---------------------------------------------------------------------------------
@@ -463,6 +464,8 @@ class Server:
             )
 
         writer = ConnectionWriter(client, cut_off)
+        with self.lock:
+            self.writers.add(writer)
         try:
             actor = peer_actor(client)
             self.read_connection(reader, writer, number, actor)
@@ -471,9 +474,19 @@ class Server:
         except (OSError, ValueError):
             pass  # the client went away; its requests finish without it
         finally:
+            with self.lock:
+                self.writers.discard(writer)
             for handle in (reader, client):
                 with contextlib.suppress(OSError, ValueError):
                     handle.close()
+
+    def _flush_connections(self, deadline: float) -> None:
+        """Send what each connection still has queued (its last answers) before serve exits; a
+        client that does not read gets until `deadline`."""
+        with self.lock:
+            writers = list(self.writers)
+        for writer in writers:
+            writer.finish(timeout=max(0.0, deadline - time.monotonic()))
 
     def _drain(self, timeout: float | None = None) -> bool:
         """Wait until no request is in flight; False if `timeout` passed first."""
@@ -517,6 +530,7 @@ class Server:
                     flight.writer.write({"type": "error", "id": flight.key[1], "error": error.to_dict()})
                 if needs_done:
                     flight.writer.write({"type": "done", "id": flight.key[1]})
+        self._flush_connections(deadline=time.monotonic() + 2)
         self.helpers.close(wait=False)  # each answers what it holds, then sees EOF and exits
         if self.options.socket_path:
             with contextlib.suppress(OSError):
