@@ -153,6 +153,9 @@ class _Serve:
     def connect(self) -> socket.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(str(self.socket))
+        if os.stat(self.socket).st_uid not in (os.getuid(), 0):  # not our serve's: send it nothing
+            sock.close()
+            raise PermissionError(f"{self.socket} belongs to another user")
         return sock
 
     def stop(self) -> None:
