@@ -29,7 +29,14 @@ PYTHON = sys.executable
 FAULTY = str(ROOT / "scripts" / "reliability_faulty.py")
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TRACEBACK = "Traceback (most recent call last)"
-SCRUBBED = ("SWAMP_REPO_DIR", "SWAMP_NOW", "SWAMP_DEBUG", "SWAMP_MAX_CONCURRENT_STEPS", "SWAMP_CLAIM_TIMEOUT")
+SCRUBBED = (
+    "SWAMP_REPO_DIR",
+    "SWAMP_NOW",
+    "SWAMP_ACTOR",
+    "SWAMP_DEBUG",
+    "SWAMP_MAX_CONCURRENT_STEPS",
+    "SWAMP_CLAIM_TIMEOUT",
+)
 
 ECHO_EXTENSION = '''\
 """Test model type: `echo` returns its arguments."""
@@ -361,9 +368,8 @@ def violations(doc: dict[str, Any]) -> list[str]:
             outputs = step.get("outputs") or {}
             if step["status"] != "succeeded":
                 found.append(f"{where}: received but {step['status']}")
-            if outputs.get("signal") != {
-                k: receipt[k] for k in ("id", "waitId", "receivedAt", "submittedBy")
-            }:
+            signed = ("id", "waitId", "receivedAt", "submittedBy", "onBehalfOf")
+            if outputs.get("signal") != {k: receipt[k] for k in signed if k in receipt}:
                 found.append(f"{where}: outputs.signal differs from the receipt")
             if payload_digest(outputs.get("payload")) != receipt.get("payloadSha256"):
                 found.append(f"{where}: stored payload does not match the receipt digest")
@@ -522,7 +528,7 @@ def trial_one_wait(base: Path, n: int, rng: random.Random) -> Tally:
     root = fresh(base, "one")
     run = start_run(root, one_wait_workflow(root))
     wait_id = run["waits"][0]["waitId"]
-    # two senders share a payload; each sender is its own OS user (submittedBy)
+    # two senders share a payload; each acts for its own person (SWAMP_ACTOR: onBehalfOf)
     payloads = [{"n": i % max(2, n - 1), "by": f"sender{i}"} for i in range(n)]
     for i in range(n - 1):
         if payloads[i]["n"] == payloads[n - 1]["n"]:
@@ -540,7 +546,7 @@ def trial_one_wait(base: Path, n: int, rng: random.Random) -> Tally:
             json.dumps(payloads[i]),
             "--json",
             now=at(1),
-            env={"SWAMP_CLAIM_TIMEOUT": "60", "USER": users[i], "LOGNAME": users[i]},
+            env={"SWAMP_CLAIM_TIMEOUT": "60", "SWAMP_ACTOR": users[i]},
         )
         for i in order
     ]
@@ -556,10 +562,10 @@ def trial_one_wait(base: Path, n: int, rng: random.Random) -> Tally:
         tally.violations.append(f"one wait: {len(winners)} signals accepted, receipt {receipt}")
         return tally
     payload, won = winners[0]
-    stored = {k: receipt[k] for k in ("id", "waitId", "receivedAt", "submittedBy")}
+    stored = {k: receipt[k] for k in ("id", "waitId", "receivedAt", "submittedBy", "onBehalfOf")}
     winner_user = users[results.index(won)]
-    if receipt["submittedBy"] != winner_user:
-        tally.violations.append(f"one wait: submittedBy {receipt['submittedBy']}, sent by {winner_user}")
+    if receipt["onBehalfOf"] != winner_user:
+        tally.violations.append(f"one wait: onBehalfOf {receipt['onBehalfOf']}, sent by {winner_user}")
     if won.json.get("signal") != stored or step["outputs"]["payload"] != payload:
         tally.lost += 1
         tally.violations.append("one wait: the accepted signal is not the stored one")

@@ -23,7 +23,14 @@ import yaml
 SWAMP = Path(sys.executable).with_name("swamp")
 
 # Variables that change what swamp does; a test run must not inherit them from the caller.
-SCRUBBED = ("SWAMP_REPO_DIR", "SWAMP_NOW", "SWAMP_DEBUG", "SWAMP_MAX_CONCURRENT_STEPS", "NO_COLOR")
+SCRUBBED = (
+    "SWAMP_REPO_DIR",
+    "SWAMP_NOW",
+    "SWAMP_ACTOR",
+    "SWAMP_DEBUG",
+    "SWAMP_MAX_CONCURRENT_STEPS",
+    "NO_COLOR",
+)
 
 ECHO_EXTENSION = '''\
 """A test model type: `echo` returns its arguments, `fail` raises, `items` returns a list."""

@@ -122,3 +122,19 @@ def test_a_client_that_never_reads_is_cut_off_and_holds_up_no_other_client(
     stuck.close()
     assert other.request("serve.status", "still", timeout=30)["type"] == "serve.status"
     other.close()
+
+
+def test_a_long_payload_line_of_a_commands_jsonl_is_refused_by_its_number(repo: Repo) -> None:
+    import io
+
+    from swamp.protocol.jsonl import serve
+
+    output = io.StringIO()
+    source = io.BytesIO(b"x" * (2 * MiB) + b"\n{}\n")
+    assert serve(source, output, repo_dir=str(repo.root), implied_type="workflow.list") == 0
+    frames = [json.loads(line) for line in output.getvalue().splitlines()]
+    refused = [f for f in frames if f["type"] == "error"]
+    assert [(f["id"], f["error"]["code"], f["error"]["details"]) for f in refused] == [
+        ("1", "invalid_request", {"line": 1})
+    ]
+    assert [f["type"] for f in frames if f["id"] == "2"] == ["workflow.list", "done"]

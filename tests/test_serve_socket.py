@@ -3,10 +3,12 @@ serve.status, cancel and --max-runs."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
 import time
+from pathlib import Path
 
 import pytest
 from helpers import dep, job, run_swamp, sh
@@ -222,3 +224,63 @@ def test_a_symlink_at_the_socket_path_is_refused_and_not_followed(repo, sockdir)
     result = run_swamp("serve", "--socket", str(path), cwd=repo.root, timeout=20)
     assert result.code == 3 and "socket_path_taken" in result.err, result.err
     assert path.is_symlink() and target.read_text() == "kept\n"
+
+
+def as_other_user(uid: int, path: Path, lines: list[str], answers: int) -> list[dict]:
+    """Send `lines` to serve's socket from a forked child that runs as `uid`; the frames other than
+    done, once `answers` requests are done."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: socket calls only, then _exit
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgid(uid)
+            os.setuid(uid)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(path))
+            sock.sendall("".join(line + "\n" for line in lines).encode())
+            out, done = [], 0
+            with sock.makefile("r") as frames:
+                for line in frames:
+                    if json.loads(line)["type"] == "done":
+                        done += 1
+                    else:
+                        out.append(line)
+                    if done == answers:
+                        break
+            os.write(write_end, "".join(out).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as result:
+        text = result.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the client running as another user failed"
+    return [json.loads(line) for line in text.splitlines()]
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="acting as another user needs root")
+def test_a_signal_over_the_socket_is_submitted_by_the_connecting_users_account(repo, serve):
+    """SO_PEERCRED: the client's own account, not serve's (nor serve's LOGNAME or SWAMP_ACTOR), also
+    for the signals serve hands to its helper processes."""
+    import pwd
+
+    repo.write_workflow("peer", [job("main", wait("review"))])
+    waits = [cli_json(repo, "workflow", "run", "peer")[1]["waits"][0]["waitId"] for _ in range(12)]
+    server: Serve = serve(env={"LOGNAME": "serveuser", "USER": "serveuser", "SWAMP_ACTOR": "serveactor"})
+    os.chmod(server.socket.parent, 0o755)
+    os.chmod(server.socket, 0o666)  # this test shares the socket on purpose
+    lines = [
+        json.dumps({"type": "workflow.signal", "id": f"s{i}", "payload": {"waitId": w, "payload": i}})
+        for i, w in enumerate(waits)
+    ]
+    answers = as_other_user(65534, server.socket, lines, len(waits))
+    assert len(answers) == 12 and all(a["type"] == "workflow.signal" for a in answers), answers
+    nobody = pwd.getpwuid(65534).pw_name
+    for answer in answers:
+        signal = answer["payload"]["data"]["signal"]
+        assert signal["submittedBy"] == nobody and "onBehalfOf" not in signal, signal
+    audit = repo.handle("workflow.history.get", {"run": answers[0]["payload"]["data"]["runId"]})["audit"]
+    assert [(e["by"], "onBehalfOf" in e) for e in audit] == [(nobody, False)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from test_waits_support import (
+    ACCOUNT,
     VERDICT,
     at,
     env,
@@ -63,28 +64,32 @@ def test_refusals_change_nothing_and_every_attempt_is_in_history_get(review, mon
     assert audit == [
         {
             "at": "2026-01-01T00:01:00.000Z",
-            "by": "mallory",
+            "by": ACCOUNT,
+            "onBehalfOf": "mallory",
             "action": "signal",
             "waitId": wait_id,
             "code": "payload_invalid",
         },
         {
             "at": "2026-01-01T00:01:00.000Z",
-            "by": "mallory",
+            "by": ACCOUNT,
+            "onBehalfOf": "mallory",
             "action": "signal",
             "waitId": wait_id,
             "code": "payload_malformed",
         },
         {
             "at": "2026-01-01T00:01:00.000Z",
-            "by": "mallory",
+            "by": ACCOUNT,
+            "onBehalfOf": "mallory",
             "action": "signal",
             "waitId": wait_id,
             "code": "payload_too_large",
         },
         {
             "at": "2026-01-01T00:02:00.000Z",
-            "by": "trent",
+            "by": ACCOUNT,
+            "onBehalfOf": "trent",
             "action": "signal",
             "waitId": wait_id,
             "code": "accepted",
@@ -92,7 +97,8 @@ def test_refusals_change_nothing_and_every_attempt_is_in_history_get(review, mon
         },
         {
             "at": "2026-01-01T00:03:00.000Z",
-            "by": "mallory",
+            "by": ACCOUNT,
+            "onBehalfOf": "mallory",
             "action": "signal",
             "waitId": wait_id,
             "code": "wait_settled",

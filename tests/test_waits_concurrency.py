@@ -9,7 +9,7 @@ import time
 
 import pytest
 from helpers import job, sh
-from test_waits_support import env, finish, popen, record, step_record, wait_step
+from test_waits_support import ACCOUNT, env, finish, popen, record, step_record, wait_step
 
 pytestmark = pytest.mark.cli
 
@@ -70,7 +70,8 @@ def test_concurrent_signals_to_one_wait_take_exactly_one(repo):
     assert codes_a == ["accepted"] + ["wait_settled"] * (N - 1)
     taken = [e for e in audit if e["code"] == "accepted" and e["waitId"] == wait_a]
     assert taken[0]["signalId"] == winner["signal"]["id"]
-    assert taken[0]["by"] == winner["signal"]["submittedBy"]
+    assert taken[0]["by"] == winner["signal"]["submittedBy"] == ACCOUNT
+    assert taken[0]["onBehalfOf"] == winner["signal"]["onBehalfOf"]
 
 
 def test_foreach_waits_signalled_in_parallel_all_settle_with_their_own_payloads(repo):
@@ -116,7 +117,8 @@ def test_foreach_waits_signalled_in_parallel_all_settle_with_their_own_payloads(
         step = step_record(rec, f"part-{r}")
         assert step["status"] == "succeeded"
         assert step["outputs"]["payload"] == {"region": r}
-        assert step["outputs"]["signal"]["submittedBy"] == r
+        assert step["outputs"]["signal"]["submittedBy"] == ACCOUNT
+        assert step["outputs"]["signal"]["onBehalfOf"] == r
         assert step["outputs"]["signal"]["waitId"] == by_step[f"part-{r}"]
     assert not any(s["status"] == "waiting" for j in rec["jobs"] for s in j["steps"])
 

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from helpers import SWAMP, Repo, clean_env, job
 
+from swamp.store.clock import account_of
+
 T0 = "2026-01-01T00:00:00Z"
 
 VERDICT = {
@@ -34,16 +36,19 @@ def wait_workflow(repo: Repo, name: str, *steps: dict[str, Any], **top: Any) -> 
     return repo.write_workflow(name, [job("main", *(steps or (wait_step("value"),)))], **top)
 
 
+ACCOUNT = account_of(os.getuid())  # what submittedBy, decidedBy and by record: the OS account
+
+
 def at(monkeypatch: pytest.MonkeyPatch, now: str = T0, user: str = "tester") -> None:
-    """The in-process clock and user (SWAMP_NOW, LOGNAME/USER)."""
+    """The in-process clock and who the caller acts for (SWAMP_ACTOR: recorded as onBehalfOf; the
+    account itself is the OS user's, whatever LOGNAME and USER say)."""
     monkeypatch.setenv("SWAMP_NOW", now)
-    monkeypatch.setenv("LOGNAME", user)
-    monkeypatch.setenv("USER", user)
+    monkeypatch.setenv("SWAMP_ACTOR", user)
 
 
 def env(now: str = T0, user: str = "tester", **extra: str) -> dict[str, str]:
-    """The environment of a CLI subprocess: clock and user."""
-    return {"SWAMP_NOW": now, "LOGNAME": user, "USER": user, **extra}
+    """The environment of a CLI subprocess: clock and who it acts for."""
+    return {"SWAMP_NOW": now, "SWAMP_ACTOR": user, **extra}
 
 
 def refusal(repo: Repo, request: str, payload: dict[str, Any]) -> Any:

@@ -42,9 +42,11 @@ class Result:
     timeout: float
 
 
-def base_env(home: Path, user: str) -> dict[str, str]:
-    """The clean environment every invocation starts from (nothing else is inherited)."""
-    return {
+def base_env(home: Path, user: str, actor: str | None = None) -> dict[str, str]:
+    """The clean environment every invocation starts from (nothing else is inherited). USER and
+    LOGNAME name `user`, which is not who the process is: the acting account is the OS account
+    (${account}), whatever they say. `actor` (a step's `user:`) goes in SWAMP_ACTOR."""
+    env = {
         "PATH": os.environ.get("PATH", os.defpath),
         "HOME": str(home),
         "LANG": "C.UTF-8",
@@ -54,6 +56,20 @@ def base_env(home: Path, user: str) -> dict[str, str]:
         "USER": user,
         "LOGNAME": user,
     }
+    if actor is not None:
+        env["SWAMP_ACTOR"] = actor
+    return env
+
+
+def os_account() -> str:
+    """The account the implementation runs as: this process's real user ID in the password
+    database, or the ID itself when it has no name there (the `${account}` capture)."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
 
 
 def run_process(argv: list[str], cwd: Path, env: dict[str, str], stdin: str, timeout: float) -> Result:
@@ -126,7 +142,7 @@ class ScenarioRun:
         self.home = workdir / "home"
         self.frame_schema = frame_schema
         self.display_path = display_path or str(scenario.path)
-        self.captures: dict[str, Any] = {}
+        self.captures: dict[str, Any] = {"account": os_account()}
 
     # ------------------------------------------------------------------ driver
 
@@ -148,7 +164,7 @@ class ScenarioRun:
         self, args: list[Any], env: dict[str, Any], user: str | None
     ) -> tuple[list[str], dict[str, str]]:
         """The argv and the environment of one process of the implementation."""
-        full_env = base_env(self.home, user or DEFAULT_USER)
+        full_env = base_env(self.home, user or DEFAULT_USER, user)
         for key, value in {**self._sub(self.scenario.env, "env"), **env}.items():
             if value is None:
                 full_env.pop(key, None)

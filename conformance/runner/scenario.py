@@ -256,11 +256,15 @@ def flat_steps(steps: tuple[Step, ...]) -> list[Step]:
     return out
 
 
+PREDEFINED = frozenset({"account"})  # ${account}: the OS account the implementation runs as
+
+
 def _check_captures(scenario: Scenario) -> None:
-    """Every ``${name}`` must refer to a ``$capture`` of an earlier step."""
-    defined: set[str] = set()
+    """Every ``${name}`` must refer to a ``$capture`` of an earlier step, or to one the runner
+    defines before the first step (PREDEFINED)."""
+    defined: set[str] = set(PREDEFINED)
     top = {"env": scenario.env, "files": scenario.files}
-    early = sorted(references(top))
+    early = sorted(references(top) - defined)
     if early:
         raise ScenarioError(
             f"the scenario's env/files refer to ${{{early[0]}}}, but nothing is captured before the steps; "

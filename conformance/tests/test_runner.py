@@ -67,7 +67,7 @@ def test_wrong_implementation_fails_the_selftest_scenarios_readably(suite):
     assert '  #1 {"type": "done", "id": "r1"}' in out
     # the roundtrip stops at its first step
     assert "steps[0] (run: start a run): json $.id: missing key" in out
-    assert "LOGNAME=alice SWAMP_NOW=2026-01-01T00:00:00Z USER=alice" in out
+    assert "LOGNAME=alice SWAMP_ACTOR=alice SWAMP_NOW=2026-01-01T00:00:00Z USER=alice" in out
     assert "repo dir (kept): " in out
 
 

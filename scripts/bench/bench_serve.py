@@ -105,6 +105,9 @@ class Server:
     def connect(self) -> tuple[socket.socket, object]:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(str(self.path))
+        if os.stat(self.path).st_uid not in (os.getuid(), 0):  # not our serve's: send it nothing
+            sock.close()
+            raise PermissionError(f"{self.path} belongs to another user")
         return sock, sock.makefile("r", encoding="utf-8")
 
     def stop(self) -> int:

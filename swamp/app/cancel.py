@@ -20,8 +20,11 @@ def cancel(
 ) -> dict[str, Any]:
     run = resolve_run(app, workflow_ref, run_ref, ["suspended", "interrupted", "pending"], verb="cancel")
 
+    behalf = f" (for {app.on_behalf_of})" if app.on_behalf_of else ""
+    default_reason = f"cancelled by {app.user}{behalf}"
+
     def apply(fresh: WorkflowRun) -> None:
-        fresh.cancel(app.clock.now(), reason or f"cancelled by {app.user}")
+        fresh.cancel(app.clock.now(), reason or default_reason)
 
     saved, _ = change_run(app, run, apply, purpose="cancel", claim_timeout=claim_timeout)
     return run_document(app, saved)

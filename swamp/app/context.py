@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from ..domain.actors import Actor
 from ..domain.errors import SwampError
-from ..store.clock import SystemClock, current_user
+from ..store.clock import SystemClock, process_actor
 from ..store.repo import RepoLayout, find_repo
 from ..store.runs import RunRepository
 
@@ -29,6 +31,7 @@ _SHARED_LOCK = threading.Lock()
 class App:
     layout: RepoLayout
     clock: SystemClock = field(default_factory=SystemClock)
+    actor: Actor | None = None  # None: this process's own (process_actor)
 
     @classmethod
     def open(cls, repo_dir: str | None = None) -> App:
@@ -88,9 +91,26 @@ class App:
         except SwampError:
             return None
 
+    def acting_as(self, actor: Actor | None) -> App:
+        """This App (its services shared) for a request made by `actor` (None: this process)."""
+        if actor is None or actor == self.actor:
+            return self
+        acting = copy.copy(self)
+        acting.actor = actor
+        return acting
+
+    @property
+    def acting(self) -> Actor:
+        return self.actor if self.actor is not None else process_actor()
+
     @property
     def user(self) -> str:
-        return current_user()
+        """The account that acts: recorded as submittedBy, decidedBy, initiatedBy, an audit's by."""
+        return self.acting.account
+
+    @property
+    def on_behalf_of(self) -> str | None:
+        return self.acting.on_behalf_of
 
     @staticmethod
     def host_concurrency() -> int | None:

@@ -21,12 +21,12 @@ def decide(
     claim_timeout: float | None = None,
 ) -> dict[str, Any]:
     run = resolve_run(app, workflow_ref, run_ref, ["suspended"], verb="approve" if approved else "reject")
-    user = app.user
+    user, on_behalf_of = app.user, app.on_behalf_of
 
     def apply(fresh: WorkflowRun) -> dict[str, Any]:
         now = app.clock.now()
         job_run, step_run = fresh.decide_gate(
-            now, step_name, approved=approved, user=user, reason=reason, job=job
+            now, step_name, approved=approved, user=user, reason=reason, job=job, on_behalf_of=on_behalf_of
         )
         assert step_run.approval is not None and step_run.approval.decision is not None
         return {"jobName": job_run.name, "stepName": step_run.name, **step_run.approval.decision.as_outputs()}
@@ -67,14 +67,14 @@ def reject_wait(
         raise WaitNotFound(
             f"No wait {wait_id}; list open waits with: swamp workflow waits", {"waitId": wait_id}
         )
-    user = app.user
+    user, on_behalf_of = app.user, app.on_behalf_of
 
     def apply(fresh: WorkflowRun) -> dict[str, Any]:
         job_run, step_run = fresh.reject_wait(app.clock.now(), wait_id, user, reason)
         return {"jobName": job_run.name, "stepName": step_run.name}
 
     saved, where = change_run(app, run, apply, purpose="reject", claim_timeout=claim_timeout)
-    return {
+    doc = {
         "runId": saved.id,
         "workflowName": saved.workflowName,
         "waitId": wait_id,
@@ -84,6 +84,9 @@ def reject_wait(
         "reason": reason,
         "runStatus": saved.status,
     }
+    if on_behalf_of is not None:
+        doc["onBehalfOf"] = on_behalf_of
+    return doc
 
 
 def list_approvals(app: App, workflow_ref: str | None = None) -> dict[str, Any]:

@@ -38,6 +38,7 @@ def run_workflow(
         inputs=prepared,
         tags=dict(workflow.tags),
         initiated_by=app.user,
+        on_behalf_of=app.on_behalf_of,
         now=app.clock.now(),
         definition=workflow.model_dump(mode="json", by_alias=True, exclude_none=True),
     )

@@ -59,7 +59,7 @@ def signal(
     claim (WAIT-016): a slow or hostile payload never holds the claim. Then, under the claim, the
     record is read again and what can have changed since (the step, the deadline, the run's status)
     is checked again with the payload already read and checked."""
-    user = app.user
+    user, on_behalf_of = app.user, app.on_behalf_of
     found = _read_unclaimed(app, wait_id)
     now = app.clock.now()
     try:
@@ -68,7 +68,7 @@ def signal(
         )
     except SwampError as exc:
         if not check_only:
-            app.runs.append_audit(found, _audit(now, user, wait_id, exc.code))
+            app.runs.append_audit(found, _audit(now, user, on_behalf_of, wait_id, exc.code))
         raise
     if check_only:
         return {
@@ -91,12 +91,15 @@ def signal(
             raise _unknown(wait_id) from None
         now = app.clock.now()
         try:
-            job, step, payload, receipt = run.signal(now, wait_id, lambda: payload, user, checked_already)
+            job, step, payload, receipt = run.signal(
+                now, wait_id, lambda: payload, user, checked_already, on_behalf_of=on_behalf_of
+            )
         except SwampError as exc:
-            app.runs.append_audit(run, _audit(now, user, wait_id, exc.code))
+            app.runs.append_audit(run, _audit(now, user, on_behalf_of, wait_id, exc.code))
             raise
         app.runs.save(run, settled_only=True)
-        app.runs.append_audit(run, _audit(now, user, wait_id, "accepted", receipt.id if receipt else None))
+        signal_id = receipt.id if receipt else None
+        app.runs.append_audit(run, _audit(now, user, on_behalf_of, wait_id, "accepted", signal_id))
     assert receipt is not None
     still_open = [s.wait.waitId for _, s in run.open_waits(now) if s.wait is not None]
     return {
@@ -116,9 +119,17 @@ def signal(
 
 
 def _audit(
-    now: dt.datetime, user: str, wait_id: str, code: str, signal_id: str | None = None
+    now: dt.datetime,
+    user: str,
+    on_behalf_of: str | None,
+    wait_id: str,
+    code: str,
+    signal_id: str | None = None,
 ) -> dict[str, Any]:
-    entry: dict[str, Any] = {"at": iso(now), "by": user, "action": "signal", "waitId": wait_id, "code": code}
+    entry: dict[str, Any] = {"at": iso(now), "by": user}
+    if on_behalf_of is not None:
+        entry["onBehalfOf"] = on_behalf_of
+    entry.update({"action": "signal", "waitId": wait_id, "code": code})
     if signal_id:
         entry["signalId"] = signal_id
     return entry

@@ -43,11 +43,14 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
         repo_dir: str | None,
     ) -> None:
         def render(data: dict[str, Any]) -> None:
+            from .render import who
+
             word = style("Approved", "green") if data["approved"] else style("Rejected", "red")
             what = f"step {data['stepName']}"
             if data.get("waitId"):
                 what = f"wait {data['waitId']} ({what})"
-            out(f"{word} {what} of {data['workflowName']} (run {data['runId']}) as {data['decidedBy']}")
+            by = who(data["decidedBy"], data)
+            out(f"{word} {what} of {data['workflowName']} (run {data['runId']}) as {by}")
             if not data["approved"]:
                 out(f"The run is now {data['runStatus']}.")
             for command in data.get("next", []):

@@ -141,10 +141,9 @@ def run_tree(doc: dict[str, Any]) -> None:
                 out(f"      -> {step['error']}")
     for entry in doc.get("audit") or []:
         signal = f" ({entry['signalId']})" if entry.get("signalId") else ""
-        out(
-            f"  {entry.get('at')} {entry.get('action')} {entry.get('waitId')} by {entry.get('by')}: "
-            f"{entry.get('code')}{signal}"
-        )
+        by = who(entry.get("by"), entry)
+        what = f"{entry.get('action')} {entry.get('waitId')}"
+        out(f"  {entry.get('at')} {what} by {by}: {entry.get('code')}{signal}")
     interrupted = " (interrupted: its process stopped)" if doc.get("interrupted") else ""
     out(f"Result: {status_text(doc['status'])}{interrupted} {took}".rstrip())
     out(style(f"Saved to: {doc.get('path')}", dim=True))
@@ -155,3 +154,9 @@ def table(rows: list[list[str]], headers: list[str]) -> None:
     out("  ".join(style(h.ljust(w), bold=True) for h, w in zip(headers, widths, strict=False)).rstrip())
     for row in rows:
         out("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)).rstrip())
+
+
+def who(account: object, doc: dict[str, Any]) -> str:
+    """An account, and whom it said it acted for (SWAMP_ACTOR), if anyone: `root (for alice)`."""
+    behalf = doc.get("onBehalfOf")
+    return f"{account} (for {behalf})" if behalf else str(account)

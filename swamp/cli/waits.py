@@ -205,7 +205,10 @@ def workflow_wait_show(ctx: click.Context, wait_id: str, as_json: bool, repo_dir
         out("  schema: " + json.dumps(data["schema"], ensure_ascii=False))
         if data.get("receipt"):
             receipt = data["receipt"]
-            out(f"  received {receipt['id']} at {receipt['receivedAt']} from {receipt['submittedBy']}")
+            from .render import who
+
+            sender = who(receipt["submittedBy"], receipt)
+            out(f"  received {receipt['id']} at {receipt['receivedAt']} from {sender}")
             out("  payload: " + json.dumps(data.get("payload"), ensure_ascii=False))
         for command in data.get("next", []):
             out(f"  Next: {command}")

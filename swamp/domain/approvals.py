@@ -23,21 +23,26 @@ class ApprovalDecision:
     decidedBy: str
     decidedAt: str
     reason: str | None = None
+    onBehalfOf: str | None = None  # SWAMP_ACTOR of the decider: a claim, beside its account
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "approved": BOOL,
         "decidedBy": STR,
         "decidedAt": STR,
         "reason": optional(STR),
+        "onBehalfOf": optional(STR),
     }
 
     def as_outputs(self) -> dict[str, Any]:
-        return {
+        outputs = {
             "approved": self.approved,
             "decidedBy": self.decidedBy,
             "decidedAt": self.decidedAt,
             "reason": self.reason,
         }
+        if self.onBehalfOf is not None:
+            outputs["onBehalfOf"] = self.onBehalfOf
+        return outputs
 
 
 @dataclass(slots=True)

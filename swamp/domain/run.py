@@ -152,7 +152,15 @@ class StepRun:
             prompt=prompt, openedAt=iso(now), timeout=timeout, deadline=iso(deadline) if deadline else None
         )
 
-    def decide_gate(self, now: dt.datetime, *, approved: bool, user: str, reason: str | None) -> None:
+    def decide_gate(
+        self,
+        now: dt.datetime,
+        *,
+        approved: bool,
+        user: str,
+        reason: str | None,
+        on_behalf_of: str | None = None,
+    ) -> None:
         """Approve or reject an open gate; refuses a step that is not waiting or a gate past its deadline."""
         gate = self.approval
         if self.status != "waiting_approval" or gate is None:
@@ -166,7 +174,9 @@ class StepRun:
                 "resume the run to fail the step with approval_timeout",
                 {"step": self.name, "deadline": gate.deadline},
             )
-        gate.decision = ApprovalDecision(approved=approved, decidedBy=user, decidedAt=iso(now), reason=reason)
+        gate.decision = ApprovalDecision(
+            approved=approved, decidedBy=user, decidedAt=iso(now), reason=reason, onBehalfOf=on_behalf_of
+        )
         if approved:
             self.succeed(now, gate.decision.as_outputs())
         else:
@@ -179,7 +189,9 @@ class StepRun:
         self.status = "waiting"
         self.wait = wait
 
-    def accept_signal(self, now: dt.datetime, payload: Any, user: str) -> SignalReceipt:
+    def accept_signal(
+        self, now: dt.datetime, payload: Any, user: str, on_behalf_of: str | None = None
+    ) -> SignalReceipt:
         """The one place that decides whether a signal is taken: only an open, unexpired wait."""
         wait = self.wait
         assert wait is not None
@@ -197,6 +209,7 @@ class StepRun:
             receivedAt=iso(now),
             submittedBy=user,
             payloadSha256=payload_digest(payload),
+            onBehalfOf=on_behalf_of,
         )
         wait.receipt = receipt
         wait.outcome = "received"
@@ -352,6 +365,7 @@ class WorkflowRun:
     resumeInputs: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
     initiatedBy: str | None = None
+    onBehalfOf: str | None = None  # SWAMP_ACTOR of whoever started the run, beside initiatedBy
     failedStep: str | None = None
     failureReason: str | None = None
     stepProgress: dict[str, int] = field(default_factory=dict)
@@ -374,6 +388,7 @@ class WorkflowRun:
         "resumeInputs": list_of(STR),
         "tags": map_of(STR),
         "initiatedBy": optional(STR),
+        "onBehalfOf": optional(STR),
         "failedStep": optional(STR),
         "failureReason": optional(STR),
         "stepProgress": map_of(INT),
@@ -398,6 +413,7 @@ class WorkflowRun:
         initiated_by: str | None,
         now: dt.datetime,
         definition: dict[str, Any] | None = None,
+        on_behalf_of: str | None = None,
     ) -> WorkflowRun:
         return cls(
             definition=definition or {},
@@ -408,6 +424,7 @@ class WorkflowRun:
             inputs=inputs,
             tags=tags,
             initiatedBy=initiated_by,
+            onBehalfOf=on_behalf_of,
             jobs=[JobRun(name=j, steps=[StepRun(name=s) for s in steps]) for j, steps in jobs],
         )
 
@@ -521,10 +538,11 @@ class WorkflowRun:
         user: str,
         reason: str | None,
         job: str | None = None,
+        on_behalf_of: str | None = None,
     ) -> tuple[JobRun, StepRun]:
         self.ensure_suspended()
         job_run, step_run = self.find_step(step_name, job)
-        step_run.decide_gate(now, approved=approved, user=user, reason=reason)
+        step_run.decide_gate(now, approved=approved, user=user, reason=reason, on_behalf_of=on_behalf_of)
         if not approved:
             self.settle(now, REJECTED, f"run rejected at step '{step_name}'")
             job_run.fail(now)
@@ -679,6 +697,7 @@ class WorkflowRun:
         schema_problems: Callable[[Any, Any], list[Any]],
         *,
         record: bool = True,
+        on_behalf_of: str | None = None,
     ) -> tuple[JobRun, StepRun, Any, SignalReceipt | None]:
         """Deliver a signal, checking in this order: the wait exists, is still waiting, has not
         expired, the run is suspended, the payload reads (size, strict JSON), and it passes the
@@ -712,7 +731,7 @@ class WorkflowRun:
             )
         if not record:
             return job, step, payload, None
-        return job, step, payload, step.accept_signal(now, payload, user)
+        return job, step, payload, step.accept_signal(now, payload, user, on_behalf_of)
 
     def reject_wait(
         self, now: dt.datetime, wait_id: str, user: str, reason: str | None

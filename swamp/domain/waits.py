@@ -107,6 +107,7 @@ class SignalReceipt:
     receivedAt: str
     submittedBy: str
     payloadSha256: str
+    onBehalfOf: str | None = None  # SWAMP_ACTOR of the sender: a claim, beside its account
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "id": STR,
@@ -114,15 +115,19 @@ class SignalReceipt:
         "receivedAt": STR,
         "submittedBy": STR,
         "payloadSha256": STR,
+        "onBehalfOf": optional(STR),
     }
 
     def as_signal(self) -> dict[str, Any]:
-        return {
+        signal = {
             "id": self.id,
             "waitId": self.waitId,
             "receivedAt": self.receivedAt,
             "submittedBy": self.submittedBy,
         }
+        if self.onBehalfOf is not None:
+            signal["onBehalfOf"] = self.onBehalfOf
+        return signal
 
 
 @dataclass(slots=True)

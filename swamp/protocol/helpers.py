@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import io
 import json
 import os
@@ -39,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..domain.actors import Actor
 from ..domain.errors import InternalError
 
 HANDED_OFF = frozenset({"workflow.signal"})  # quick, self-contained, nothing streamed
@@ -178,6 +180,7 @@ class Request:
     frame: str
     number: int
     repo_dir: str | None = None
+    actor: Actor | None = None  # who sent it (a socket peer); None: the parent's own user
 
 
 _Pending = tuple[Request, Callable[[str], None], Callable[[], None]]
@@ -241,7 +244,9 @@ class _Helper:
     def send(self, request: Request, write_lines: Callable[[str], None], done: Callable[[], None]) -> bool:
         """Queue `request` for this helper (its room was taken by the caller); False if it is dead.
         Never waits on the pipe."""
-        body = {"frame": request.frame, "number": request.number, "repoDir": request.repo_dir}
+        body: dict[str, Any] = {"frame": request.frame, "number": request.number, "repoDir": request.repo_dir}
+        if request.actor is not None:
+            body["actor"] = [request.actor.account, request.actor.on_behalf_of]
         with self._lock:
             if not self.alive:
                 return False
@@ -338,7 +343,6 @@ def warm() -> None:
     says ready, serve at launch. Otherwise the first signals wait for these imports (about 0.1 s),
     and in serve every request read behind them waits too."""
     import base64  # noqa: F401 - imported for its side effect: loaded now, not on the first signal
-    import getpass  # noqa: F401 - who signed, for the receipt
     import hashlib  # noqa: F401
 
     from ..app import signals  # noqa: F401
@@ -347,6 +351,9 @@ def warm() -> None:
     from . import jsonl, requests  # noqa: F401
 
     _exchange_supported()  # loads ctypes and looks up renameat2 once
+    from ..store.clock import current_user
+
+    current_user()  # who signs the receipt: one password-database lookup, cached
 
 
 def _serve_parent(parent: int | None) -> None:
@@ -363,7 +370,8 @@ def _serve_parent(parent: int | None) -> None:
         if _orphaned(parent):
             break  # what the parent sent before it died is nobody's to answer
         request = json.loads(raw)
-        frames = _frames_for(request["frame"], request["number"], request.get("repoDir"))
+        actor = Actor(*request["actor"]) if request.get("actor") else None
+        frames = _frames_for(request["frame"], request["number"], request.get("repoDir"), actor)
         out.write(f"{request['seq']} {frames.count(chr(10))}\n{frames}".encode("utf-8", "surrogateescape"))
         out.flush()
 
@@ -389,12 +397,12 @@ def _orphaned(parent: int | None) -> bool:
 def answer_here(request: Request, write_lines: Callable[[str], None], done: Callable[[], None]) -> None:
     """Answer `request` in this process, as a helper would have (when none is left to take it)."""
     try:
-        write_lines(_frames_for(request.frame, request.number, request.repo_dir))
+        write_lines(_frames_for(request.frame, request.number, request.repo_dir, request.actor))
     finally:
         done()
 
 
-def _frames_for(frame: str, number: int, repo_dir: str | None) -> str:
+def _frames_for(frame: str, number: int, repo_dir: str | None, actor: Actor | None = None) -> str:
     """The frames that answer one request line, its frame parsed again from the line as read."""
     from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
     from .requests import handle
@@ -409,7 +417,7 @@ def _frames_for(frame: str, number: int, repo_dir: str | None) -> str:
         if repo_dir is not None and "repoDir" not in payload:
             payload = {**payload, "repoDir": repo_dir}
         if request_type in HANDED_OFF:
-            answer(writer, request_id, request_type, payload, handle, number)
+            answer(writer, request_id, request_type, payload, functools.partial(handle, actor=actor), number)
         else:
             error = InternalError(f"a helper process does not answer {request_type}")
             refuse(writer, request_id, error, number)

@@ -243,8 +243,8 @@ def serve(
     helpers = Helpers()
     with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
         for number, raw in enumerate(bounded_lines(source), start=1):
-            if isinstance(raw, TooLong):
-                refuse(writer, None, too_long(number).error, number)
+            if isinstance(raw, TooLong):  # a payload line (implied type) is named by its number
+                refuse(writer, None if implied_type is None else str(number), too_long(number).error, number)
                 continue
             line = raw.strip()
             if not line:

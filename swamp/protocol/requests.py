@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..domain.actors import Actor
 from ..domain.errors import InvalidRequest, StorageError
 
 Emit = Callable[[dict[str, Any]], None]
@@ -34,76 +35,77 @@ class RequestType:
     needs_repo: bool = True
 
 
-def _app(payload: dict[str, Any]) -> Any:
+def _app(payload: dict[str, Any], actor: Actor | None) -> Any:
+    """The repository's shared App, acting for `actor` (None: this process's own user)."""
     from ..app.context import App
 
-    return App.shared(payload.get("repoDir"))
+    return App.shared(payload.get("repoDir")).acting_as(actor)
 
 
-def _repo_init(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _repo_init(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.repo import init
 
     return init(payload.get("path"))
 
 
-def _workflow_list(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_list(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.workflows import list_workflows
 
-    return list_workflows(_app(payload))
+    return list_workflows(_app(payload, actor))
 
 
-def _workflow_get(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_get(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.workflows import get_workflow
 
-    return get_workflow(_app(payload), payload["workflow"])
+    return get_workflow(_app(payload, actor), payload["workflow"])
 
 
-def _workflow_create(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_create(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.workflows import create_workflow
 
-    return create_workflow(_app(payload), payload["name"], payload.get("description"))
+    return create_workflow(_app(payload, actor), payload["name"], payload.get("description"))
 
 
-def _workflow_validate(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_validate(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.workflows import validate_workflows
 
-    return validate_workflows(_app(payload), payload.get("workflow"))
+    return validate_workflows(_app(payload, actor), payload.get("workflow"))
 
 
-def _workflow_run(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_run(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.run import run_workflow
 
-    return run_workflow(_app(payload), payload["workflow"], payload.get("inputs") or {}, emit=emit)
+    return run_workflow(_app(payload, actor), payload["workflow"], payload.get("inputs") or {}, emit=emit)
 
 
-def _workflow_history(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_history(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.history import history
 
-    return history(_app(payload), payload.get("workflow"), payload.get("limit"))
+    return history(_app(payload, actor), payload.get("workflow"), payload.get("limit"))
 
 
-def _workflow_history_get(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_history_get(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.history import history_get
 
-    return history_get(_app(payload), payload["run"])
+    return history_get(_app(payload, actor), payload["run"])
 
 
-def _workflow_approve(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    return _decide(payload, approved=True)
+def _workflow_approve(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    return _decide(payload, actor, approved=True)
 
 
-def _workflow_reject(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    return _decide(payload, approved=False)
+def _workflow_reject(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    return _decide(payload, actor, approved=False)
 
 
-def _decide(payload: dict[str, Any], *, approved: bool) -> dict[str, Any]:
+def _decide(payload: dict[str, Any], actor: Actor | None, *, approved: bool) -> dict[str, Any]:
     from ..app.gates import decide, reject_wait
 
     if payload.get("waitId") is not None:
         if approved or payload.get("step") or payload.get("workflow"):
             raise InvalidRequest("'waitId' goes with workflow.reject alone, without 'workflow' and 'step'")
         return reject_wait(
-            _app(payload),
+            _app(payload, actor),
             payload["waitId"],
             reason=payload.get("reason"),
             claim_timeout=payload.get("claimTimeout"),
@@ -113,7 +115,7 @@ def _decide(payload: dict[str, Any], *, approved: bool) -> dict[str, Any]:
             raise InvalidRequest(f"payload needs '{needed}'", {"missing": needed})
 
     return decide(
-        _app(payload),
+        _app(payload, actor),
         payload["workflow"],
         payload["step"],
         approved=approved,
@@ -124,17 +126,17 @@ def _decide(payload: dict[str, Any], *, approved: bool) -> dict[str, Any]:
     )
 
 
-def _workflow_approvals(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_approvals(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.gates import list_approvals
 
-    return list_approvals(_app(payload), payload.get("workflow"))
+    return list_approvals(_app(payload, actor), payload.get("workflow"))
 
 
-def _workflow_resume(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_resume(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.resume import resume
 
     return resume(
-        _app(payload),
+        _app(payload, actor),
         payload["workflow"],
         run_ref=payload.get("run"),
         inputs=payload.get("inputs"),
@@ -144,11 +146,11 @@ def _workflow_resume(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
     )
 
 
-def _workflow_cancel(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_cancel(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.cancel import cancel
 
     return cancel(
-        _app(payload),
+        _app(payload, actor),
         payload["workflow"],
         run_ref=payload.get("run"),
         reason=payload.get("reason"),
@@ -156,7 +158,7 @@ def _workflow_cancel(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
     )
 
 
-def _workflow_signal(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_signal(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.signals import signal
     from ..domain.waits import parse_payload
 
@@ -190,7 +192,7 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
             return parse_payload(text)
 
     return signal(
-        _app(payload),
+        _app(payload, actor),
         payload["waitId"],
         read,
         check_only=bool(payload.get("check")),
@@ -213,24 +215,24 @@ def _repeated_keys(value: Any, depth: int = 0) -> str | None:
     return None
 
 
-def _workflow_waits(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_waits(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.signals import list_waits
 
     within = payload.get("expiringWithin")
     if isinstance(within, str):
         within = parse_duration(within)
     return list_waits(
-        _app(payload),
+        _app(payload, actor),
         payload.get("workflow"),
         expiring_within=within,
         include_expired=bool(payload.get("all")),
     )
 
 
-def _workflow_wait_show(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _workflow_wait_show(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.signals import show_wait
 
-    return show_wait(_app(payload), payload["waitId"])
+    return show_wait(_app(payload, actor), payload["waitId"])
 
 
 def parse_duration(text: str) -> float:
@@ -247,28 +249,28 @@ def parse_duration(text: str) -> float:
     return sum(float(n) * scale[u] for n, u in parts)
 
 
-def _model_list(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _model_list(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.models import list_models
 
-    return list_models(_app(payload))
+    return list_models(_app(payload, actor))
 
 
-def _model_get(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _model_get(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.models import get_model
 
-    return get_model(_app(payload), payload["model"])
+    return get_model(_app(payload, actor), payload["model"])
 
 
-def _model_create(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _model_create(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.models import create_model
 
-    return create_model(_app(payload), payload["type"], payload["name"])
+    return create_model(_app(payload, actor), payload["type"], payload["name"])
 
 
-def _model_type_list(payload: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _model_type_list(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.models import list_model_types
 
-    return list_model_types(_app(payload))
+    return list_model_types(_app(payload, actor))
 
 
 REPO = {"repoDir": Field(str)}
@@ -391,10 +393,12 @@ def lookup(name: Any) -> RequestType:
     return REQUEST_TYPES[name]
 
 
-def handle(name: str, payload: Any, emit: Emit | None = None) -> dict[str, Any]:
+def handle(name: str, payload: Any, emit: Emit | None = None, actor: Actor | None = None) -> dict[str, Any]:
+    """Answer one request; `actor` is who sent it (None: this process's own user, as a CLI command
+    or `--jsonl` acts; serve passes a socket peer's account)."""
     request_type = lookup(name)
     checked = check_payload(request_type, payload)
     try:
-        return request_type.handler(checked, emit or (lambda event: None))
+        return request_type.handler(checked, emit or (lambda event: None), actor)
     except OSError as exc:  # the store names what it could not do; anything it missed lands here
         raise StorageError.from_os_error(exc) from None

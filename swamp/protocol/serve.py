@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import stat
+import struct
 import sys
 import threading
 import time
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, TextIO
 
 from .. import __version__
+from ..domain.actors import Actor
 from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
 from ..domain.run import parse_iso
 from ..engine.ports import HOSTED_RUNS, RunHooks
@@ -61,6 +63,7 @@ class InFlight:
     stop: str | None = None
     executors: set[Any] = field(default_factory=set)
     writer: FrameWriter | None = None
+    actor: Actor | None = None  # who sent it: a socket peer's account; None: serve's own user
     executing: bool = False
     # The frames of a client's request go through its flight: once its done is written, or shutdown
     # has taken it over, later frames are dropped, so a client sees one answer and nothing after done.
@@ -108,6 +111,7 @@ class Server:
         self.shutting_down = threading.Event()
         self.finished = threading.Event()
         self.connections = 0
+        self.writers: set[ConnectionWriter] = set()  # each socket connection's, to flush at the end
         self.listener: socket.socket | None = None
 
     # -- logging ---------------------------------------------------------------------------------
@@ -128,11 +132,12 @@ class Server:
         request_type: str,
         payload: Any,
         request: Request | None = None,
+        actor: Actor | None = None,
     ) -> None:
         if self.options.repo_dir is not None and "repoDir" not in payload and request_type not in SERVE_TYPES:
             payload = {**payload, "repoDir": self.options.repo_dir}
         key = (conn, request_id)
-        flight = InFlight(key, request_type, time.monotonic(), writer=writer)
+        flight = InFlight(key, request_type, time.monotonic(), writer=writer, actor=actor)
         with self.lock:
             self.requests[key] = flight
 
@@ -173,7 +178,7 @@ class Server:
             raise ShuttingDown("swamp serve is shutting down and takes no new requests; reconnect later")
         if request_type in RUN_TYPES:
             return self._hosted(flight, request_type, payload, emit)
-        data = handle(request_type, payload, emit)
+        data = handle(request_type, payload, emit, flight.actor)
         if (
             request_type == "workflow.approve"
             and data.get("approved")
@@ -205,7 +210,7 @@ class Server:
         )
         token = HOSTED_RUNS.set(hooks)
         try:
-            return handle(request_type, payload, emit)
+            return handle(request_type, payload, emit, flight.actor)
         finally:
             HOSTED_RUNS.reset(token)
             flight.executing = False
@@ -367,7 +372,11 @@ class Server:
             self.connections += 1
             return self.connections
 
-    def read_connection(self, reader: IO[bytes], writer: FrameWriter, conn: int | None = None) -> None:
+    def read_connection(
+        self, reader: IO[bytes], writer: FrameWriter, conn: int | None = None, actor: Actor | None = None
+    ) -> None:
+        """Read one connection's requests until EOF; `actor` is who is on the other end (None: the
+        user serve runs as, for stdin)."""
         if conn is None:
             conn = self.next_connection()
         seen: set[str] = set()
@@ -389,8 +398,8 @@ class Server:
                 )
                 continue
             self.helpers.arrived(request_type)
-            request = Request(request_id, request_type, line, number, self.options.repo_dir)
-            self.submit(writer, conn, request_id, request_type, payload, request)
+            request = Request(request_id, request_type, line, number, self.options.repo_dir, actor)
+            self.submit(writer, conn, request_id, request_type, payload, request, actor)
 
     def listen(self, path: str) -> None:
         try:
@@ -455,16 +464,29 @@ class Server:
             )
 
         writer = ConnectionWriter(client, cut_off)
+        with self.lock:
+            self.writers.add(writer)
         try:
-            self.read_connection(reader, writer, number)
+            actor = peer_actor(client)
+            self.read_connection(reader, writer, number, actor)
             self._drain()
             writer.finish()
         except (OSError, ValueError):
             pass  # the client went away; its requests finish without it
         finally:
+            with self.lock:
+                self.writers.discard(writer)
             for handle in (reader, client):
                 with contextlib.suppress(OSError, ValueError):
                     handle.close()
+
+    def _flush_connections(self, deadline: float) -> None:
+        """Send what each connection still has queued (its last answers) before serve exits; a
+        client that does not read gets until `deadline`."""
+        with self.lock:
+            writers = list(self.writers)
+        for writer in writers:
+            writer.finish(timeout=max(0.0, deadline - time.monotonic()))
 
     def _drain(self, timeout: float | None = None) -> bool:
         """Wait until no request is in flight; False if `timeout` passed first."""
@@ -508,11 +530,25 @@ class Server:
                     flight.writer.write({"type": "error", "id": flight.key[1], "error": error.to_dict()})
                 if needs_done:
                     flight.writer.write({"type": "done", "id": flight.key[1]})
+        self._flush_connections(deadline=time.monotonic() + 2)
         self.helpers.close(wait=False)  # each answers what it holds, then sees EOF and exits
         if self.options.socket_path:
             with contextlib.suppress(OSError):
                 os.unlink(self.options.socket_path)
         self.log("stopped")
+
+
+def peer_actor(client: socket.socket) -> Actor:
+    """The account of the process at the other end of a Unix socket, from the kernel (SO_PEERCRED),
+    never from anything the client says. Where the OS has no SO_PEERCRED, the socket's mode (0600)
+    admits only serve's own user, so that is who it is."""
+    from ..store.clock import account_of
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return Actor(account_of(os.getuid()))
+    _pid, uid, _gid = struct.unpack("3i", client.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    return Actor(account_of(uid))
 
 
 def run_server(options: ServeOptions) -> int:

@@ -1,4 +1,5 @@
-"""The clock and identity hooks: SWAMP_NOW fixes the time, the OS names the user."""
+"""The clock and identity hooks: SWAMP_NOW fixes the time, the OS names the user (its real user
+ID in the password database), SWAMP_ACTOR names who the user says it acts for."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import datetime as dt
 import functools
 import os
 
+from ..domain.actors import Actor
 from ..domain.errors import UsageError
 
 
@@ -30,19 +32,37 @@ def parse_now(text: str) -> dt.datetime:
 
 
 def current_user() -> str:
-    """getpass.getuser(), with the password-database lookup done once per process."""
-    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
-        user = os.environ.get(name)
-        if user:
-            return user
-    return _account_name(getattr(os, "getuid", lambda: 0)())
+    """The account of this process's real user ID in the password database (its number when the
+    database has no name for it). LOGNAME and USER are not asked: anyone can set them."""
+    return account_of(os.getuid())
 
 
 @functools.cache
-def _account_name(uid: int) -> str:
-    import getpass
+def account_of(uid: int) -> str:
+    import pwd
 
     try:
-        return getpass.getuser()
-    except Exception:  # no user name in the environment or the password database
-        return "unknown"
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # no entry for this user ID (a container's arbitrary uid)
+        return str(uid)
+
+
+MAX_ACTOR_CHARS = 200
+
+
+def claimed_actor() -> str | None:
+    """SWAMP_ACTOR: who this process says it acts for, recorded beside its account as onBehalfOf."""
+    value = os.environ.get("SWAMP_ACTOR", "").strip()
+    if not value:
+        return None
+    if len(value) > MAX_ACTOR_CHARS or not value.isprintable():
+        raise UsageError(
+            f"SWAMP_ACTOR must be printable text of at most {MAX_ACTOR_CHARS} characters; "
+            "unset it or give the name of who you act for"
+        )
+    return value
+
+
+def process_actor() -> Actor:
+    """Who a command of this process acts as: its own account, and SWAMP_ACTOR if set."""
+    return Actor(current_user(), claimed_actor())
