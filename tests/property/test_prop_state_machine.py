@@ -38,6 +38,22 @@ def workflow(root: Path) -> str:
     return kit.write_workflow(root, name, [main], inputs=inputs)
 
 
+def delivered_not_resumed(doc: dict[str, Any]) -> bool:
+    """A wait of the run took a signal that no resume has acted on (WAIT-047): `review` with its
+    later level (after, handler, second) still pending, or `second`, the last level, while the job
+    is unfinished."""
+    steps = {s["name"]: s for s in kit.steps_of(doc)}
+
+    def received(name: str) -> bool:
+        wait = steps[name].get("wait") or {}
+        return wait.get("outcome") == "received" and wait.get("receipt") is not None
+
+    if doc["jobs"][0]["status"] in ("succeeded", "failed", "skipped"):
+        return False
+    later_pending = all(steps[n]["status"] == "pending" for n in ("after", "handler", "second"))
+    return (received("review") and later_pending) or received("second")
+
+
 def by_step(waits: dict[str, Any]) -> list[str]:
     """Wait IDs in step order: IDs are random, and draws must not depend on them."""
     return sorted(waits, key=lambda w: waits[w]["name"])
@@ -97,10 +113,12 @@ class WaitRules(RuleBasedStateMachine):
         assert doc["status"] == "suspended"
         assert {w["stepName"] for w in doc["waits"]} == {"review"}
         self.runs.append(doc["id"])
-        for run_id, old in before.items():  # supersede: same inputs, suspended, no signal wait pending
+        for run_id, old in before.items():
+            # supersede: same inputs, suspended, no signal wait pending, no signal delivered unresumed
             new = self.doc(run_id)
             pending = any(s["status"] == "waiting" for s in kit.steps_of(old))
-            if old["status"] == "suspended" and old["inputs"] == {"tag": tag} and not pending:
+            kept = pending or delivered_not_resumed(old)
+            if old["status"] == "suspended" and old["inputs"] == {"tag": tag} and not kept:
                 assert new["status"] == "cancelled", "a suspended run without a pending wait is superseded"
             else:
                 assert new["status"] == old["status"], "supersede touched a run it must leave alone"
