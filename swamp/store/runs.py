@@ -253,6 +253,9 @@ class RunRepository:
             except RunUnreadable as exc:
                 unreadable.append(exc)
                 continue
+            except StorageError as exc:
+                unreadable.append(RunUnreadable(exc.message, exc.details))
+                continue
             if run.status not in ACTIVE:
                 path.unlink(missing_ok=True)
                 continue
@@ -417,6 +420,8 @@ class RunRepository:
                 runs.append(self.load_path(path))
             except RunUnreadable as exc:
                 unreadable.append(exc)
+            except StorageError as exc:  # one record a link or unreadable: the others still listed
+                unreadable.append(RunUnreadable(exc.message, exc.details))
         runs.sort(key=lambda r: (r.createdAt, r.id), reverse=True)
         return runs, unreadable
 
