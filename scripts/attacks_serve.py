@@ -11,6 +11,8 @@ at `swamp`, and is bounded in time (the whole module well under 60 s). Standard 
 - serve_socket_300mb_line: the same with 300 MB on one connection of `swamp serve --socket`.
 - slow_reader: a client pipelines 300 requests and never reads; another client's serve.status is
   still answered (latency measured) and serve closes the stuck connection.
+- pipelined_flood: a client pipelines 50,000 serve.status (reading its answers); another client's
+  serve.status is answered within 2 s, not after the whole backlog.
 - helpers_after_kill9: serve is killed with SIGKILL while its signal helpers wait for a run's
   claim; no helper outlives it (none goes on to settle the wait).
 - logname_spoof: LOGNAME/USER name someone else; the run and the signal still record the OS
@@ -48,6 +50,7 @@ def run(swamp: str, workdir: Path) -> list[dict[str, Any]]:
         ("jsonl_1gb_line", _jsonl_1gb_line),
         ("serve_socket_300mb_line", _serve_socket_300mb_line),
         ("slow_reader", _slow_reader),
+        ("pipelined_flood", _pipelined_flood),
         ("helpers_after_kill9", _helpers_after_kill9),
         ("logname_spoof", _logname_spoof),
     ]
@@ -298,6 +301,44 @@ def _slow_reader(swamp: str, root: Path) -> tuple[bool, str]:
         median, worst = latencies[len(latencies) // 2], latencies[-1]
         figure = f"serve.status from another client: median {median:.1f} ms, max {worst:.1f} ms"
         return closed, f"{figure}; stuck client closed by serve={closed}"
+    finally:
+        server.stop()
+
+
+def _pipelined_flood(swamp: str, root: Path) -> tuple[bool, str]:
+    root = _repo(swamp, root)
+    server = _Serve(swamp, root)
+    try:
+        flood = server.connect()
+
+        def drain() -> None:
+            with contextlib.suppress(OSError):
+                while flood.recv(MiB):
+                    pass
+
+        threading.Thread(target=drain, daemon=True).start()
+        lines = "".join(json.dumps({"type": "serve.status", "id": f"f{i}"}) + "\n" for i in range(50_000))
+
+        def send() -> None:
+            with contextlib.suppress(OSError):  # closed by this attack when it is done
+                flood.sendall(lines.encode())
+
+        threading.Thread(target=send, daemon=True).start()
+        time.sleep(0.2)  # the flood is under way
+        other = server.connect()
+        frames = _Reader(other)
+        sent = time.monotonic()
+        other.sendall(b'{"type": "serve.status", "id": "mine"}\n')
+        answer = frames.done("mine", 30)
+        latency = time.monotonic() - sent
+        in_flight = answer["payload"]["data"]["requestsInFlight"] if answer else None
+        flood.close()
+        other.close()
+        held = answer is not None and latency < 2
+        return (
+            held,
+            f"serve.status behind a 50,000-request flood: {latency * 1000:.0f} ms, {in_flight} in flight",
+        )
     finally:
         server.stop()
 

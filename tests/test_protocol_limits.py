@@ -4,6 +4,7 @@ is cut off instead of holding up every other client."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -138,3 +139,33 @@ def test_a_long_payload_line_of_a_commands_jsonl_is_refused_by_its_number(repo: 
         ("1", "invalid_request", {"line": 1})
     ]
     assert [f["type"] for f in frames if f["id"] == "2"] == ["workflow.list", "done"]
+
+
+def test_a_connection_that_pipelines_thousands_of_requests_has_at_most_256_in_flight(
+    repo: Repo, serve: Any
+) -> None:
+    """Its backlog is read as it is answered, not queued whole ahead of every other client's."""
+    server = serve()
+    flood = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    flood.connect(str(server.socket))
+    received = bytearray()
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):
+            while chunk := flood.recv(MiB):
+                received.extend(chunk)
+
+    threading.Thread(target=drain, daemon=True).start()
+    lines = "".join(json.dumps({"type": "serve.status", "id": f"f{i}"}) + "\n" for i in range(5_000))
+    sender = threading.Thread(target=flood.sendall, args=(lines.encode(),), daemon=True)
+    sender.start()
+    other = Client(server.socket)
+    seen = []
+    for i in range(20):
+        seen.append(data(other.request("serve.status", f"s{i}", timeout=60))["requestsInFlight"])
+    sender.join(timeout=120)
+    done = b'"type":"done"'
+    wait_until("every flooded request answered", lambda: bytes(received).count(done) == 5_000, timeout=120)
+    assert max(seen) <= 256, seen
+    other.close()
+    flood.close()

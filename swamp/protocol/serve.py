@@ -34,7 +34,17 @@ from ..domain.run import parse_iso
 from ..engine.ports import HOSTED_RUNS, RunHooks
 from .connection import MAX_UNREAD_BYTES, ConnectionWriter
 from .helpers import Helpers, Request, warm
-from .jsonl import BadFrame, FrameWriter, TooLong, answer, bounded_lines, parse_frame, refuse, too_long
+from .jsonl import (
+    MAX_PIPELINED,
+    BadFrame,
+    FrameWriter,
+    TooLong,
+    answer,
+    bounded_lines,
+    parse_frame,
+    refuse,
+    too_long,
+)
 from .requests import handle
 
 SERVE_TYPES = frozenset({"serve.status", "cancel"})
@@ -133,7 +143,9 @@ class Server:
         payload: Any,
         request: Request | None = None,
         actor: Actor | None = None,
+        answered: Callable[[], None] = lambda: None,
     ) -> None:
+        """Answer a request read on a connection; `answered` is called once it is (its slot)."""
         if self.options.repo_dir is not None and "repoDir" not in payload and request_type not in SERVE_TYPES:
             payload = {**payload, "repoDir": self.options.repo_dir}
         key = (conn, request_id)
@@ -145,6 +157,10 @@ class Server:
             with self.lock:
                 self.requests.pop(key, None)
             self.helpers.finished(request_type)
+            if isinstance(writer, ConnectionWriter):
+                writer.after_sent(answered)  # its slot is free once its frames are sent
+            else:
+                answered()
 
         def work() -> None:
             if request is not None and self._handed_off(request, flight, finish):
@@ -380,6 +396,7 @@ class Server:
         if conn is None:
             conn = self.next_connection()
         seen: set[str] = set()
+        slots = threading.BoundedSemaphore(MAX_PIPELINED)  # this connection's, not the others'
         for number, raw in enumerate(bounded_lines(reader), start=1):
             if isinstance(raw, TooLong):
                 refuse(writer, None, too_long(number).error, number)
@@ -397,9 +414,10 @@ class Server:
                     writer, request_id, ShuttingDown("swamp serve is shutting down; reconnect later"), number
                 )
                 continue
+            slots.acquire()  # waits while MAX_PIPELINED requests of this connection are unanswered
             self.helpers.arrived(request_type)
             request = Request(request_id, request_type, line, number, self.options.repo_dir, actor)
-            self.submit(writer, conn, request_id, request_type, payload, request, actor)
+            self.submit(writer, conn, request_id, request_type, payload, request, actor, slots.release)
 
     def listen(self, path: str) -> None:
         try:
