@@ -13,6 +13,7 @@ about one frame of memory, not the gigabyte (a whole-line reader peaked at 3.1 G
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import re
@@ -35,6 +36,8 @@ MAX_WORKERS = 16
 # in serve, puts them ahead of every other client's requests (50,000 pipelined serve.status held
 # another client's answer up for 3.9 s).
 MAX_PIPELINED = 256
+# Text of answers of a stdin/stdout stream waiting for their reader at most (StreamWriter).
+MAX_QUEUED_CHARS = 64 * 1024 * 1024
 
 
 def encode_frame(frame: dict[str, Any]) -> str:
@@ -69,6 +72,69 @@ class FrameWriter:
                 self._stream.flush()
             except (OSError, ValueError):
                 self.closed = True
+
+
+class StreamWriter(FrameWriter):
+    """A FrameWriter for a stream that one client both feeds and reads (stdin and stdout of
+    `swamp --jsonl` or `swamp serve`): frames are queued and a thread of their own writes them.
+
+    A stream's requests are read at most MAX_PIPELINED ahead of their answers. If answering meant
+    writing to stdout, a client that writes every request before reading any answer (a common
+    script: write, close, then read) would fill stdout's pipe, the answers would stop, the reader
+    would stop, and both sides would wait forever (1,000 pipelined signals did). Queued here, the
+    answers wait for their reader up to MAX_QUEUED_CHARS; only past that does writing block, and
+    with it the reading of more requests: memory stays bounded either way."""
+
+    def __init__(self, stream: IO[str], limit: int = MAX_QUEUED_CHARS):
+        super().__init__(stream)
+        self._out = stream
+        self._limit = limit
+        self._queue: collections.deque[str] = collections.deque()
+        self._queued = 0
+        self._changed = threading.Condition()
+        self._ending = False
+        self._sender = threading.Thread(target=self._send, name="swamp-jsonl-send", daemon=True)
+        self._sender.start()
+
+    def write_lines(self, text: str) -> None:
+        with self._changed:
+            while self._queued and self._queued + len(text) > self._limit and not self.closed:
+                self._changed.wait()
+            if self.closed or self._ending:
+                return
+            self._queue.append(text)
+            self._queued += len(text)
+            self._changed.notify_all()
+
+    def finish(self) -> None:
+        """Write everything queued, then stop."""
+        with self._changed:
+            self._ending = True
+            self._changed.notify_all()
+        self._sender.join()
+
+    def _send(self) -> None:
+        while True:
+            with self._changed:
+                while not self._queue and not self._ending:
+                    self._changed.wait()
+                if not self._queue:
+                    return
+                text = "".join(self._queue)
+                self._queue.clear()
+            try:
+                self._out.write(text)
+                self._out.flush()
+            except (OSError, ValueError):  # the reader went away: its answers are dropped
+                with self._changed:
+                    self.closed = True
+                    self._queue.clear()
+                    self._queued = 0
+                    self._changed.notify_all()
+                return
+            with self._changed:
+                self._queued -= len(text)
+                self._changed.notify_all()
 
 
 class FrameSink(Protocol):
@@ -243,7 +309,17 @@ def serve(
     implied_type: str | None = None,
 ) -> int:
     """Answer every request line until EOF; returns the process exit code (0)."""
-    writer = FrameWriter(output)
+    writer = StreamWriter(output)
+    try:
+        _serve_lines(source, writer, repo_dir, implied_type)
+    finally:
+        writer.finish()
+    return 0
+
+
+def _serve_lines(
+    source: IO[bytes], writer: FrameWriter, repo_dir: str | None, implied_type: str | None
+) -> None:
     seen: set[str] = set()
     helpers = Helpers()
     slots = threading.BoundedSemaphore(MAX_PIPELINED)
@@ -275,7 +351,6 @@ def serve(
             if not helpers.hand_off(request, writer.write_lines, finish):
                 pool.submit(_answer_here_or_there, writer, helpers, request, payload, finish)
     helpers.close()  # after the pool: a request it held may have gone to a helper
-    return 0
 
 
 def _answer_then(

@@ -38,6 +38,7 @@ from .jsonl import (
     MAX_PIPELINED,
     BadFrame,
     FrameWriter,
+    StreamWriter,
     TooLong,
     answer,
     bounded_lines,
@@ -588,7 +589,7 @@ def run_server(options: ServeOptions) -> int:
     from ..cli.output import protect_stdout
 
     frames_out = protect_stdout()
-    stdout_writer = FrameWriter(frames_out)
+    stdout_writer = StreamWriter(frames_out)
 
     def read_stdin() -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -609,6 +610,8 @@ def run_server(options: ServeOptions) -> int:
         server.shutdown(f"received {stop_signal[0]}")
     else:
         server.shutdown("end of input")
-    frames_out.flush()
+    finished = threading.Thread(target=stdout_writer.finish, daemon=True)  # what is queued, sent
+    finished.start()
+    finished.join(2)  # a reader that stopped reading gets no longer than a socket client does
     log_stream.flush()
     os._exit(0)  # worker threads may still hold abandoned work; the records are already consistent
