@@ -86,7 +86,7 @@ class StreamWriter(FrameWriter):
     with it the reading of more requests: memory stays bounded either way."""
 
     def __init__(self, stream: IO[str], limit: int = MAX_QUEUED_CHARS):
-        super().__init__(stream)
+        super().__init__(None)  # every frame goes through write_lines below, never the base's stream
         self._out = stream
         self._limit = limit
         self._queue: collections.deque[str] = collections.deque()
