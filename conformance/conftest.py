@@ -44,7 +44,7 @@ def _load_runner() -> Any:
 _load_runner()
 from swamp_conformance_runner.execute import ScenarioFailure, ScenarioRun  # noqa: E402
 from swamp_conformance_runner.matching import ScenarioError  # noqa: E402
-from swamp_conformance_runner.scenario import load_scenario  # noqa: E402
+from swamp_conformance_runner.scenario import FEATURES, load_scenario  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,6 +60,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="also run conformance/scenarios/_selftest/ (scenarios for the runner's own tests)",
+    )
+    group.addoption(
+        "--features",
+        default=None,
+        help="comma-separated features the implementation has (default: all of "
+        f"{','.join(FEATURES)}); a scenario needing another is skipped. `core` is always included",
+    )
+    group.addoption(
+        "--results-json",
+        default=None,
+        metavar="PATH",
+        help="write every scenario's outcome and the per-feature table there as JSON",
     )
     group.addoption(
         "--frame-schema",
@@ -92,6 +104,84 @@ def resolve_impl(config: pytest.Config) -> list[str] | None:
     return argv
 
 
+def selected_features(config: pytest.Config) -> frozenset[str]:
+    value = config.getoption("features", default=None)
+    if not value:
+        return frozenset(FEATURES)
+    names = {name.strip() for name in value.split(",") if name.strip()}
+    unknown = sorted(names - set(FEATURES))
+    if unknown:
+        known = ", ".join(FEATURES)
+        raise pytest.UsageError(f"--features: unknown feature(s) {', '.join(unknown)}; known: {known}")
+    return frozenset(names | {"core"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config._conformance_outcomes = {}  # type: ignore[attr-defined]
+    if config.getoption("features", default=None):
+        selected_features(config)  # refuse unknown names before anything runs
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep each scenario's outcome (on the xdist controller too: user_properties travel with the report)."""
+    props = dict(report.user_properties)
+    if "scenario" not in props:
+        return
+    config = _CONFIG[0] if _CONFIG else None
+    if config is None:
+        return
+    outcomes = config._conformance_outcomes  # type: ignore[attr-defined]
+    scenario_id = props["scenario"]
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        outcomes[scenario_id] = {"outcome": report.outcome, "features": list(props["features"])}
+    elif report.when == "teardown" and report.outcome == "failed":
+        outcomes[scenario_id] = {"outcome": "failed", "features": list(props["features"])}
+
+
+_CONFIG: list[pytest.Config] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _CONFIG[:] = [session.config]
+
+
+def feature_table(outcomes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per feature: how many scenarios needing it passed, failed, were skipped; passed = none failed
+    and at least one ran."""
+    table: dict[str, dict[str, Any]] = {}
+    for name in FEATURES:
+        counts = {"passed": 0, "failed": 0, "skipped": 0}
+        for result in outcomes.values():
+            if name in result["features"]:
+                counts[result["outcome"]] += 1
+        ran = counts["passed"] + counts["failed"]
+        verdict = "not run" if not ran else ("passed" if not counts["failed"] else "failed")
+        table[name] = {**counts, "verdict": verdict}
+    return table
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    outcomes = getattr(config, "_conformance_outcomes", {})
+    if not outcomes:
+        return
+    table = feature_table(outcomes)
+    write = terminalreporter.write_line
+    terminalreporter.section("conformance features")
+    write(f"{'feature':<18} {'passed':>6} {'failed':>6} {'skipped':>7}  verdict")
+    for name, row in table.items():
+        write(f"{name:<18} {row['passed']:>6} {row['failed']:>6} {row['skipped']:>7}  {row['verdict']}")
+    path = config.getoption("results_json", default=None)
+    if path:
+        document = {
+            "impl": shlex.join(resolve_impl(config) or []),
+            "features": sorted(selected_features(config)),
+            "scenarios": dict(sorted(outcomes.items())),
+            "featureTable": table,
+        }
+        Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
 def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
     if not getattr(config, "_conformance_collected", False):
         return None
@@ -120,6 +210,11 @@ class ScenarioFile(pytest.File):
         self.config._conformance_collected = True  # type: ignore[attr-defined]
         item = ScenarioItem.from_parent(self, name=scenario.id, scenario=scenario)
         item.extra_keyword_matches.update(scenario.requirements)
+        item.extra_keyword_matches.update(scenario.features)
+        item.user_properties += [("scenario", scenario.id), ("features", sorted(scenario.features))]
+        missing = sorted(scenario.features - selected_features(self.config))
+        if missing:
+            item.add_marker(pytest.mark.skip(reason=f"needs feature(s) not selected: {', '.join(missing)}"))
         return [item]
 
 
@@ -147,7 +242,7 @@ class ScenarioItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"scenario {self.name}: {self.scenario.title}"
+        return self.path, 0, f"scenario {self.name}: {self.scenario.title}"
 
 
 def _frame_schema(config: pytest.Config) -> dict[str, Any]:

@@ -33,6 +33,8 @@ SESSION_KEYS = {
     "sleep": "sleep",
     "connect": "connect",
 }
+# The features a scenario may need (README "Features"); `core` is every implementation's.
+FEATURES = ("core", "file-store", "serve", "unix-socket", "posix-signals", "python-extensions")
 STDIO = "stdio"  # the channel of the session's own process: its stdin and stdout
 
 
@@ -60,6 +62,7 @@ class Scenario:
     id: str
     title: str
     requirements: tuple[str, ...]
+    features: frozenset[str]
     init: bool
     env: dict[str, Any]
     files: dict[str, Any]
@@ -136,6 +139,7 @@ def load_scenario(path: Path) -> Scenario:
         id=data["id"],
         title=data["title"],
         requirements=tuple(data["requirements"]),
+        features=frozenset(data["features"]),
         init=data.get("init", True),
         env=data.get("env", {}),
         files=data.get("files", {}),

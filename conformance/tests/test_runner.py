@@ -103,6 +103,7 @@ def test_environment_contract(suite, monkeypatch):
         id: env-contract
         title: The process sees a clean environment
         requirements: [ENV-001]
+        features: [core]
         env: {SWAMP_NOW: "2026-01-01T00:00:00Z"}
         steps:
           - run: [debug, env]
@@ -148,6 +149,7 @@ def test_timeout_is_a_failure_with_a_clear_message(suite):
         id: slow
         title: A hanging process is killed
         requirements: [ENV-002]
+        features: [core]
         init: false
         steps:
           - run: [debug, sleep, "30"]
@@ -186,6 +188,7 @@ def test_frames_are_validated_against_the_frame_schema(suite):
         id: frames
         title: Frames must follow the schema
         requirements: [PROTO-001]
+        features: [core]
         init: false
         steps:
           - jsonl: [{type: workflow.list, id: r1}]
@@ -210,6 +213,7 @@ def test_files_step_failure_lists_the_repo(suite):
         id: files
         title: File checks report what is there
         requirements: [FILE-001]
+        features: [core]
         files: {workflows/workflow-a.yaml: "name: a\\n", run.sh: "echo $${HOME}"}
         steps:
           - files:
@@ -233,27 +237,39 @@ def test_files_step_failure_lists_the_repo(suite):
     ("text", "message"),
     [
         ("id: x\ntitle: [unclosed\n", "the scenario is not valid YAML"),
-        ("id: x\ntitle: t\nrequirements: [A-001]\nsteps: [{run: [a]}]\n", "'A-001' does not match"),
         (
-            "id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{run: [a], expect: {exits: 0}}]\n",
+            "id: x\ntitle: t\nrequirements: [A-001]\nfeatures: [core]\nsteps: [{run: [a]}]\n",
+            "'A-001' does not match",
+        ),
+        (
+            "id: x\ntitle: t\nrequirements: [AB-001]\n"
+            "features: [core]\nsteps: [{run: [a], expect: {exits: 0}}]\n",
             "'exits' was unexpected",
         ),
-        ("id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{run: [a], files: []}]\n", "exactly one of `run`"),
         (
-            "id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{run: ['${nope}']}]\n",
+            "id: x\ntitle: t\nrequirements: [AB-001]\nfeatures: [core]\nsteps: [{run: [a], files: []}]\n",
+            "exactly one of `run`",
+        ),
+        (
+            "id: x\ntitle: t\nrequirements: [AB-001]\nfeatures: [core]\nsteps: [{run: ['${nope}']}]\n",
             "unknown capture(s) ${nope}",
         ),
         (
-            "id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{run: [a], expect: {json: {$regexp: a}}}]\n",
+            "id: x\ntitle: t\nrequirements: [AB-001]\n"
+            "features: [core]\nsteps: [{run: [a], expect: {json: {$regexp: a}}}]\n",
             "unknown matcher",
         ),
         (
-            "id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{run: [a], expect: {stdout: {a: 1}}}]\n",
+            "id: x\ntitle: t\nrequirements: [AB-001]\n"
+            "features: [core]\nsteps: [{run: [a], expect: {stdout: {a: 1}}}]\n",
             "got an object",
         ),
-        ("id: x\ntitle: t\nrequirements: [AB-001]\nid: y\nsteps: [{run: [a]}]\n", "found duplicate key 'id'"),
         (
-            "id: x\ntitle: t\nrequirements: [AB-001]\nsteps: [{write: {../out: x}}]\n",
+            "id: x\ntitle: t\nrequirements: [AB-001]\nfeatures: [core]\nid: y\nsteps: [{run: [a]}]\n",
+            "found duplicate key 'id'",
+        ),
+        (
+            "id: x\ntitle: t\nrequirements: [AB-001]\nfeatures: [core]\nsteps: [{write: {../out: x}}]\n",
             "must be a relative path",
         ),
     ],
@@ -275,6 +291,7 @@ def test_captures_flow_between_steps_in_order(suite):
         id: order
         title: A capture is usable only in later steps
         requirements: [CAP-001]
+        features: [core]
         steps:
           - run: [workflow, run, a, --json]
             expect: {json: {id: {$capture: first}}}
@@ -299,6 +316,7 @@ def test_raw_pieces_send_long_text_and_the_schema_takes_them(suite):
         id: raw-pieces
         title: raw may be pieces
         requirements: [ENV-001]
+        features: [core]
         steps:
           - jsonl: []
             raw: [{repeat: "x", times: 5}, "\\n"]
@@ -313,6 +331,7 @@ def test_raw_pieces_send_long_text_and_the_schema_takes_them(suite):
         id: raw-pieces
         title: raw pieces are checked
         requirements: [ENV-001]
+        features: [core]
         steps:
           - jsonl: []
             raw: [{repeat: "x"}]

@@ -47,6 +47,7 @@ def test_a_session_keeps_one_process_across_exchanges(suite):
         id: session-roundtrip
         title: One server process, two socket clients, commands in between, a signal at the end
         requirements: [SESS-001]
+        features: [core]
         steps:
           - session: {args: [serve, --socket, s.sock], env: {MARK: "1"}}
             steps:
@@ -106,6 +107,7 @@ def test_an_expect_that_never_holds_fails_after_its_timeout_with_the_channel_sho
         id: session-timeout
         title: A frame that never comes
         requirements: [SESS-002]
+        features: [core]
         steps:
           - session: {args: [serve]}
             steps:
@@ -139,6 +141,7 @@ def test_waiting_stops_as_soon_as_the_process_has_ended(suite):
         id: session-ended
         title: Nothing more can arrive
         requirements: [SESS-003]
+        features: [core]
         steps:
           - session: {args: [serve]}
             steps:
@@ -162,6 +165,7 @@ def test_exit_code_and_signal_problems_are_failures(suite):
         id: session-exit
         title: Wrong exit code
         requirements: [SESS-004]
+        features: [core]
         steps:
           - session: {args: [serve, --socket, s.sock, --exit-code, "3"]}
             steps:
@@ -176,6 +180,7 @@ def test_exit_code_and_signal_problems_are_failures(suite):
         id: session-signal-after-exit
         title: Signalling a process that has ended
         requirements: [SESS-004]
+        features: [core]
         steps:
           - session: {args: [serve]}
             steps:
@@ -199,6 +204,7 @@ def test_a_line_that_is_not_a_frame_fails_the_next_expect_at_once(suite):
         id: session-garbage
         title: Not JSON
         requirements: [SESS-005]
+        features: [core]
         steps:
           - session: {args: [serve]}
             steps:
@@ -222,6 +228,7 @@ def test_frames_taken_by_an_expect_are_not_matched_again(suite):
         id: session-taken
         title: Each frame is taken once
         requirements: [SESS-006]
+        features: [core]
         steps:
           - session: {args: [serve]}
             steps:
@@ -237,6 +244,7 @@ def test_frames_taken_by_an_expect_are_not_matched_again(suite):
         id: session-only
         title: only counts the frames not taken yet
         requirements: [SESS-006]
+        features: [core]
         steps:
           - session: {args: [serve]}
             steps:
@@ -261,6 +269,7 @@ def test_a_session_left_running_is_stopped_at_its_end(suite):
         id: session-left-running
         title: The runner ends the process (EOF, then SIGTERM)
         requirements: [SESS-007]
+        features: [core]
         steps:
           - session: {args: [serve, --socket, s.sock]}
             steps:
@@ -280,6 +289,7 @@ def test_files_checks_mode_and_wait_with_a_timeout(suite):
         id: files-mode-timeout
         title: mode and timeout on files checks
         requirements: [SESS-008]
+        features: [core]
         files: {plain.txt: "x"}
         steps:
           - files:
@@ -296,7 +306,10 @@ def test_files_checks_mode_and_wait_with_a_timeout(suite):
     assert "still so after 0.3 s of checking again" in out
 
 
-BROKEN = "id: x\ntitle: t\nrequirements: [AB-001]\nsteps:\n  - session: {args: [serve]}\n    steps:\n"
+BROKEN = (
+    "id: x\ntitle: t\nrequirements: [AB-001]\n"
+    "features: [core]\nsteps:\n  - session: {args: [serve]}\n    steps:\n"
+)
 
 
 @pytest.mark.parametrize(
