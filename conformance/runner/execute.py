@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema
 
+from .globbing import glob
 from .matching import match, match_frames, short, substitute
 from .scenario import Scenario, Step, raw_text, repo_path
 from .session import Session, SessionFailure
@@ -206,11 +207,15 @@ class ScenarioRun:
                 problems.append(f"json: stdout is not exactly one JSON document ({exc})")
             else:
                 problems += [f"json {m}" for m in match(expect["json"], document, self.captures)]
+        if "frames" in expect:  # a command's own --jsonl mode: stdout is frames, as in a jsonl step
+            frames, frame_problems = self._parse_frames(result.stdout)
+            problems += frame_problems
+            problems += match_frames(expect["frames"], frames, self.captures, only=expect.get("only", False))
         for stream in ("stdout", "stderr"):
             if stream in expect:
                 problems += _text_problems(stream, expect[stream], getattr(result, stream), self.captures)
         if problems:
-            self._fail(step.label, problems, result)
+            self._fail(step.label, problems, result, frames="frames" in expect)
 
     def _step_jsonl(self, step: Step) -> None:
         where = step.where
@@ -328,7 +333,7 @@ class ScenarioRun:
         if "glob" in check:
             pattern = check["glob"]
             repo_path(self.repo, pattern, where)
-            found = sorted(self.repo.glob(pattern))
+            found = glob(self.repo, pattern)
             names = [p.relative_to(self.repo).as_posix() for p in found]
             label = f"{where} glob {pattern!r}"
             if "count" in check:

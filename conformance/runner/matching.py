@@ -14,10 +14,13 @@ A problem with the scenario itself (unknown matcher, bad regex, unknown capture)
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from .portable_regex import PortableRegexError, compile_portable
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _REF = re.compile(r"\$(\$?)\{(" + IDENT + r")\}")
@@ -163,9 +166,17 @@ def _check_matcher_arg(key: str, arg: Any, path: str) -> None:
             check_expected(item, f"{path}.$contains[{i}]")
 
 
+@functools.cache
+def _compile_cached(pattern: str) -> re.Pattern[str]:
+    return compile_portable(pattern)
+
+
 def _compile(pattern: str, where: str) -> re.Pattern[str]:
+    """``pattern`` checked against the portable subset (FORMAT.md) and compiled with its meaning."""
     try:
-        return re.compile(pattern)
+        return _compile_cached(pattern)
+    except PortableRegexError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
     except re.error as exc:
         raise ScenarioError(f"{where}: invalid regular expression {pattern!r}: {exc}") from None
 

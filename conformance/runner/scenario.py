@@ -90,6 +90,44 @@ class _Loader(yaml.SafeLoader):
                 )
         return super().construct_mapping(node, deep)
 
+    # Plain scalars whose value differs between YAML 1.1 (PyYAML) and YAML 1.2 core are refused, so a
+    # scenario means the same to every runner's YAML library (FORMAT.md "From YAML to JSON").
+    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool:
+        if node.value not in ("true", "false", "True", "False", "TRUE", "FALSE"):
+            raise _ambiguous(node, "a boolean only in YAML 1.1; write true/false, or quote it for a string")
+        return bool(super().construct_yaml_bool(node))
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = node.value.lstrip("+-")
+        if (
+            "_" in text
+            or ":" in text
+            or text.startswith("0b")
+            or (len(text) > 1 and text[0] == "0" and text[1:2] != "x")
+        ):
+            raise _ambiguous(
+                node, "a number whose value differs between YAML 1.1 and 1.2; quote it or write it plainly"
+            )
+        return int(super().construct_yaml_int(node))
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        if "_" in node.value or ":" in node.value:
+            raise _ambiguous(
+                node, "a number whose value differs between YAML 1.1 and 1.2; quote it or write it plainly"
+            )
+        return float(super().construct_yaml_float(node))
+
+
+def _ambiguous(node: yaml.ScalarNode, why: str) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(None, None, f"{node.value!r} is {why}", node.start_mark)
+
+
+for _tag, _method in (
+    ("bool", _Loader.construct_yaml_bool),
+    ("int", _Loader.construct_yaml_int),
+    ("float", _Loader.construct_yaml_float),
+):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _method)  # type: ignore[arg-type]
 
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]

@@ -126,7 +126,7 @@ def test_regex_searches_strings_only():
     assert ok({"$regex": "run"}, "a run id")
     assert not ok({"$regex": "^run"}, "a run id")
     assert messages({"$regex": "1"}, 1) == ["$: expected a string matching /1/, got 1"]
-    with pytest.raises(ScenarioError, match="invalid regular expression"):
+    with pytest.raises(ScenarioError, match="unclosed"):
         match({"$regex": "("}, "x", {})
 
 
