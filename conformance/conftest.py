@@ -24,7 +24,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE / "scenarios"
 SELFTEST_DIR = "_selftest"
-DEFAULT_FRAME_SCHEMA = HERE.parent / "spec" / "schemas" / "frame.schema.json"
+DEFAULT_SCHEMAS = HERE.parent / "spec" / "schemas"
 _RUNNER_NAME = "swamp_conformance_runner"
 
 
@@ -45,6 +45,7 @@ _load_runner()
 from swamp_conformance_runner.execute import ScenarioFailure, ScenarioRun  # noqa: E402
 from swamp_conformance_runner.matching import ScenarioError  # noqa: E402
 from swamp_conformance_runner.scenario import FEATURES, load_scenario  # noqa: E402
+from swamp_conformance_runner.schemas import Schemas, SchemaSetupError  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -74,9 +75,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write every scenario's outcome and the per-feature table there as JSON",
     )
     group.addoption(
+        "--schemas",
+        default=None,
+        metavar="DIR",
+        help="folder of the JSON Schemas every JSON document a scenario sees must pass, with their "
+        f"index.json (default: {DEFAULT_SCHEMAS})",
+    )
+    group.addoption(
         "--frame-schema",
         default=None,
-        help=f"JSON Schema every JSON-lines frame must pass (default: {DEFAULT_FRAME_SCHEMA})",
+        metavar="PATH",
+        help="JSON Schema every JSON-lines frame must pass, instead of the schemas folder's frame schema",
     )
 
 
@@ -230,9 +239,9 @@ class ScenarioItem(pytest.Item):
                 f"no implementation to test: no swamp next to {sys.executable} and none on PATH; "
                 'pass --impl "<command>"'
             )
-        schema = _frame_schema(self.config)
+        schemas = _schemas(self.config)
         workdir = _workdir(self.config, self.scenario.id)
-        ScenarioRun(self.scenario, impl, workdir, schema, display_path=self.nodeid.split("::")[0]).run()
+        ScenarioRun(self.scenario, impl, workdir, schemas, display_path=self.nodeid.split("::")[0]).run()
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailure):
@@ -245,13 +254,23 @@ class ScenarioItem(pytest.Item):
         return self.path, 0, f"scenario {self.name}: {self.scenario.title}"
 
 
-def _frame_schema(config: pytest.Config) -> dict[str, Any]:
-    path = Path(config.getoption("frame_schema", default=None) or DEFAULT_FRAME_SCHEMA)
+def _schemas(config: pytest.Config) -> Schemas:
+    """The schemas (loaded once per pytest process): --schemas DIR, --frame-schema PATH replacing
+    the frame schema (a lone file: its folder's other schemas and index still apply if it has
+    them)."""
+    cached = getattr(config, "_conformance_schemas", None)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    frame = config.getoption("frame_schema", default=None)
+    directory = config.getoption("schemas", default=None)
+    start = Path(config.invocation_params.dir)
+    folder = start / directory if directory else DEFAULT_SCHEMAS
     try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ScenarioFailure(f"cannot load the frame schema {path}: {exc} (see --frame-schema)") from None
-    return schema
+        schemas = Schemas.load(folder, start / frame if frame else None)
+    except SchemaSetupError as exc:
+        raise ScenarioFailure(f"cannot load the schemas: {exc} (see --schemas and --frame-schema)") from None
+    config._conformance_schemas = schemas  # type: ignore[attr-defined]
+    return schemas
 
 
 def _workdir(config: pytest.Config, scenario_id: str) -> Path:

@@ -14,17 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from .globbing import glob
 from .matching import match, match_frames, short, substitute
 from .scenario import Scenario, Step, raw_text, repo_path
+from .schemas import Schemas
 from .session import Session, SessionFailure
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_USER = "conformance"
 OUTPUT_LIMIT = 8000
-FRAME_KINDS = ("event", "error", "done")  # any other frame type is a result ($defs/result)
 
 
 class ScenarioFailure(Exception):
@@ -133,7 +131,7 @@ class ScenarioRun:
         scenario: Scenario,
         impl: list[str],
         workdir: Path,
-        frame_schema: dict[str, Any],
+        schemas: Schemas | dict[str, Any],
         *,
         display_path: str | None = None,
     ) -> None:
@@ -141,7 +139,9 @@ class ScenarioRun:
         self.impl = impl
         self.repo = workdir / "repo"
         self.home = workdir / "home"
-        self.frame_schema = frame_schema
+        # a dict is a lone frame schema (the runner's older API): frames are all it validates
+        self.schemas = schemas if isinstance(schemas, Schemas) else Schemas.from_frame_schema(schemas)
+        self.written: dict[str, bytes] = {}  # what the scenario itself wrote, by relative path
         self.display_path = display_path or str(scenario.path)
         self.captures: dict[str, Any] = {"account": os_account()}
 
@@ -211,6 +211,8 @@ class ScenarioRun:
             frames, frame_problems = self._parse_frames(result.stdout)
             problems += frame_problems
             problems += match_frames(expect["frames"], frames, self.captures, only=expect.get("only", False))
+        else:
+            problems += self._output_problems([_arg(a) for a in args], result, reported="json" in expect)
         for stream in ("stdout", "stderr"):
             if stream in expect:
                 problems += _text_problems(stream, expect[stream], getattr(result, stream), self.captures)
@@ -293,8 +295,45 @@ class ScenarioRun:
         wanted = expect.get("exit", 0)
         return [f"exit code: {m.message}" for m in match(wanted, result.returncode, self.captures)]
 
+    def _output_problems(self, args: list[str], result: Result, *, reported: bool) -> list[str]:
+        """A `--json` command's document against its schema: the error document when it refused
+        (any exit code but 0, and exit 1 only with an `error`: a failed run and a validate that
+        found problems exit 1 with their result, CLI-006), else its command's entry of the index;
+        a command with `--jsonl` writes frames."""
+        if not result.stdout.strip() or result.returncode is None:
+            return []
+        if "--jsonl" in args:
+            return self._parse_frames(result.stdout)[1] if result.returncode == 0 else []
+        if "--json" not in args or self.schemas.error_document is None:
+            return []
+        try:
+            document = json.loads(result.stdout)
+        except ValueError as exc:
+            return [] if reported else [f"stdout of a --json command is not one JSON document ({exc})"]
+        refused = result.returncode != 0 and (
+            result.returncode != 1 or (isinstance(document, dict) and "error" in document)
+        )
+        if refused:
+            ref, what = self.schemas.error_document, "the error document"
+        else:
+            key = self.schemas.command_key(args)
+            if key is None:
+                words = " ".join(a for a in args if not a.startswith("-"))
+                return [f"no schema for the output of `{words}`: index.json has no `commands` entry for it"]
+            ref, what = self.schemas.commands[key], f"the --json document of `{key}`"
+        problem = self.schemas.problem(document, ref)
+        return [] if problem is None else [f"{what} does not match {ref}: {problem}"]
+
+    def frame_problem(self, number: int, frame: Any) -> str | None:
+        """The report of a frame that does not match the frame schema (None when it does)."""
+        problem = self.schemas.frame_problem(frame)
+        if problem is None:
+            return None
+        return (
+            f"frame #{number} does not match {self.schemas.frame}: {problem}\n    frame: {short(frame, 400)}"
+        )
+
     def _parse_frames(self, stdout: str) -> tuple[list[Any], list[str]]:
-        validator = jsonschema.Draft202012Validator(self.frame_schema)
         lines = stdout.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
@@ -306,27 +345,11 @@ class ScenarioRun:
             except ValueError as exc:
                 problems.append(f"stdout line {number} is not a JSON frame ({exc}): {short(line)}")
                 continue
-            if not validator.is_valid(frame):
-                problems.append(
-                    f"frame #{len(frames)} does not match spec/schemas/frame.schema.json: "
-                    f"{self._schema_error(frame)}\n    frame: {short(frame, 400)}"
-                )
+            problem = self.frame_problem(len(frames), frame)
+            if problem is not None:
+                problems.append(problem)
             frames.append(frame)
         return frames, problems
-
-    def _schema_error(self, frame: Any) -> str:
-        kind = frame.get("type") if isinstance(frame, dict) else None
-        definition = kind if kind in FRAME_KINDS else "result"
-        sub = {"$ref": f"#/$defs/{definition}", "$defs": self.frame_schema.get("$defs", {})}
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(sub).iter_errors(frame))
-        if error is None or not isinstance(frame, dict):
-            error = jsonschema.exceptions.best_match(
-                jsonschema.Draft202012Validator(self.frame_schema).iter_errors(frame)
-            )
-        if error is None:  # pragma: no cover - is_valid() said it is invalid
-            return f"invalid (checked as $defs/{definition})"
-        at = "/".join(str(p) for p in error.absolute_path)
-        return f"{error.message} (checked as $defs/{definition}{', at /' + at if at else ''})"
 
     def _check_files(self, where: str, check: dict[str, Any]) -> list[str]:
         problems: list[str] = []
@@ -352,7 +375,27 @@ class ScenarioRun:
         for path in found:
             name = path.relative_to(self.repo).as_posix()
             problems += self._check_content(f"{where} {name}", path, check)
+            problems += self._file_schema_problems(f"{where} {name}", name, path)
         return problems
+
+    def _file_schema_problems(self, label: str, name: str, path: Path) -> list[str]:
+        """A file the implementation wrote, against the schema the index gives its path (a file
+        still holding exactly what the scenario wrote there is the scenario's, not checked)."""
+        ref = self.schemas.file_schema(name)
+        if ref is None or not path.is_file():
+            return []
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            return [f"{label}: cannot read it ({exc})"]
+        if self.written.get(name) == data:
+            return []
+        try:
+            document = json.loads(data.decode("utf-8"))
+        except ValueError as exc:
+            return [f"{label}: not a JSON document ({exc}), and {ref} applies to it"]
+        problem = self.schemas.problem(document, ref)
+        return [] if problem is None else [f"{label}: does not match {ref}: {problem}"]
 
     def _check_content(self, label: str, path: Path, check: dict[str, Any]) -> list[str]:
         problems = []
@@ -379,6 +422,8 @@ class ScenarioRun:
     def _write(self, files: dict[str, Any], where: str) -> None:
         for rel, content in files.items():
             path = repo_path(self.repo, rel, where)
+            name = path.relative_to(self.repo).as_posix()
+            self.written.pop(name, None)
             if content is None:
                 if path.is_dir():
                     shutil.rmtree(path)
@@ -389,6 +434,7 @@ class ScenarioRun:
                 content = json.dumps(content, indent=2, ensure_ascii=False) + "\n"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content.encode("utf-8"))
+            self.written[name] = content.encode("utf-8")
 
     # ------------------------------------------------------------------ reporting
 

@@ -2,7 +2,8 @@
 """A tiny implementation that behaves as the _selftest scenarios expect.
 
 CLI: `repo init .`; `workflow run NAME --json`; `workflow history get RUN --json`;
-`debug env` (prints environment, cwd, user and stdin as JSON); `debug sleep SECONDS`.
+`debug env` (prints environment, cwd, user and stdin as JSON); `debug sleep SECONDS`. Its records
+and documents match spec/schemas (the runner validates them).
 JSON-lines (--jsonl): `workflow.history.get` with payload {run}; malformed lines get
 invalid_request with id null; every request is closed by done.
 """
@@ -23,6 +24,18 @@ def find_run(run_id):
     return None
 
 
+def account():
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def shown(record):
+    """A run as `workflow history get` shows it (spec/schemas/results.schema.json)."""
+    path = f"{RUNS}/{record['workflowId']}/{record['id']}.json"
+    return {**record, "path": path, "interrupted": False, "audit": []}
+
+
 def not_found(run_id):
     return {"code": "run_not_found", "message": f"no run {run_id}; list runs with `swamp workflow history`"}
 
@@ -36,20 +49,30 @@ def cli(args):
     if args[:2] == ["workflow", "run"] and len(args) == 4:
         name = args[2]
         run_id = f"run_{len(list(RUNS.glob('*/*.json'))) + 1:04d}"
+        now = os.environ.get("SWAMP_NOW", "2026-01-01T00:00:00Z").replace("Z", ".000Z")
         record = {
+            "formatVersion": 1,
             "id": run_id,
+            "workflowId": name,
             "workflowName": name,
             "status": "succeeded",
-            "startedBy": getpass.getuser(),
-            "startedAt": os.environ.get("SWAMP_NOW"),
+            "createdAt": now,
+            "startedAt": now,
+            "completedAt": now,
+            "durationMs": 0,
+            "inputs": {},
+            "initiatedBy": account(),
+            "jobs": [],
         }
+        if os.environ.get("SWAMP_ACTOR"):
+            record["onBehalfOf"] = os.environ["SWAMP_ACTOR"]
         (RUNS / name).mkdir(parents=True, exist_ok=True)
         (RUNS / name / f"{run_id}.json").write_text(json.dumps(record))
-        print(json.dumps(record))
+        print(json.dumps({**record, "path": f"{RUNS}/{name}/{run_id}.json", "superseded": []}))
         return 0
     if args[:3] == ["workflow", "history", "get"] and len(args) == 5:
         record = find_run(args[3])
-        print(json.dumps(record if record else {"error": not_found(args[3])}))
+        print(json.dumps(shown(record) if record else {"error": not_found(args[3])}))
         return 0 if record else 3
     if args == ["debug", "env"]:
         stdin = sys.stdin.read()
@@ -86,7 +109,7 @@ def serve():
             run_id = request.get("payload", {}).get("run")
             record = find_run(run_id)
             if record:
-                send({"type": request["type"], "id": ident, "payload": {"data": record}})
+                send({"type": request["type"], "id": ident, "payload": {"data": shown(record)}})
             else:
                 send({"type": "error", "id": ident, "error": not_found(run_id)})
         else:

@@ -5,12 +5,20 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
 
-SCHEMA = json.loads(
-    (Path(__file__).resolve().parents[2] / "spec" / "schemas" / "frame.schema.json").read_text()
+SCHEMAS = Path(__file__).resolve().parents[2] / "spec" / "schemas"
+SCHEMA = json.loads((SCHEMAS / "frame.schema.json").read_text())
+# frame.schema.json refers to its neighbours by file name (results, events, errors)
+REGISTRY = Registry().with_resources(  # type: ignore[var-annotated]
+    (path.name, DRAFT202012.create_resource(json.loads(path.read_text())))
+    for path in SCHEMAS.glob("*.schema.json")
 )
-REPLY = jsonschema.Draft202012Validator(SCHEMA)
-REQUEST = jsonschema.Draft202012Validator({"$ref": "#/$defs/request", "$defs": SCHEMA["$defs"]})
+REPLY = jsonschema.Draft202012Validator({"$ref": "frame.schema.json"}, registry=REGISTRY)
+REQUEST = jsonschema.Draft202012Validator({"$ref": "frame.schema.json#/$defs/request"}, registry=REGISTRY)
+
+AT = "2026-01-01T00:00:00.000Z"
 
 
 def test_the_schema_is_a_valid_draft_2020_12_schema():
@@ -21,14 +29,32 @@ def test_the_schema_is_a_valid_draft_2020_12_schema():
 @pytest.mark.parametrize(
     "frame",
     [
-        {"type": "event", "id": "r1", "event": {"kind": "step.started", "step": "build"}},
-        {"type": "workflow.signal", "id": "r1", "payload": {"data": {"status": "accepted"}}},
-        {"type": "workflow.history.get", "id": "r2", "payload": {"data": {}}},
+        {
+            "type": "event",
+            "id": "r1",
+            "event": {
+                "event": "step_started",
+                "at": AT,
+                "job": "main",
+                "step": "build",
+                "task": "model_method",
+            },
+        },
+        {
+            "type": "workflow.create",
+            "id": "r1",
+            "payload": {"data": {"name": "hello", "path": "workflows/x"}},
+        },
+        {"type": "workflow.waits", "id": "r2", "payload": {"data": {"waits": []}}},
         {"type": "error", "id": "r1", "error": {"code": "wait_not_found", "message": "No such wait."}},
         {
             "type": "error",
             "id": "r1",
-            "error": {"code": "payload_invalid", "message": "m", "details": {"errors": []}},
+            "error": {
+                "code": "payload_invalid",
+                "message": "m",
+                "details": {"errors": [{"pointer": "/a", "message": "m"}]},
+            },
         },
         {"type": "error", "id": None, "error": {"code": "invalid_request", "message": "Line 1 is not JSON."}},
         {"type": "done", "id": "r1"},
@@ -57,6 +83,20 @@ def test_valid_replies(frame):
         {"type": "error", "id": "r1", "error": {"code": "wait_not_found"}},
         {"type": "error", "id": "r1", "error": {"code": "wait_not_found", "message": "two\nlines"}},
         {"type": "error", "id": "r1", "error": {"code": "wait_not_found", "message": "m", "details": None}},
+        # a result's data is its request type's document; an event is its kind's; a code is registered
+        {"type": "workflow.waits", "id": "r1", "payload": {"data": {}}},
+        {"type": "workflow.waits", "id": "r1", "payload": {"data": {"waits": [], "more": 1}}},
+        {"type": "workflow.create", "id": "r1", "payload": {"data": {"name": "hello"}}},
+        {"type": "no.such.type", "id": "r1", "payload": {"data": {}}},
+        {"type": "event", "id": "r1", "event": {"kind": "step.started", "step": "build"}},
+        {"type": "event", "id": "r1", "event": {"event": "step_started", "at": AT, "job": "main"}},
+        {
+            "type": "event",
+            "id": "r1",
+            "event": {"event": "step_teleported", "at": AT, "job": "j", "step": "s"},
+        },
+        {"type": "error", "id": "r1", "error": {"code": "wait_misplaced", "message": "m"}},
+        {"type": "error", "id": "r1", "error": {"code": "payload_invalid", "message": "m", "details": {}}},
     ],
 )
 def test_invalid_replies(frame):

@@ -1,5 +1,6 @@
 """The runner plugin end to end: pytester runs `pytest conformance` against small fakes."""
 
+import json
 import shlex
 import shutil
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 CONFORMANCE = Path(__file__).resolve().parents[1]
-FRAME_SCHEMA = CONFORMANCE.parent / "spec" / "schemas" / "frame.schema.json"
+SCHEMAS = CONFORMANCE.parent / "spec" / "schemas"
 FAKE = CONFORMANCE / "tests" / "fake_impl.py"
 GOOD = CONFORMANCE / "tests" / "good_impl.py"
 
@@ -31,8 +32,7 @@ def suite(pytester, monkeypatch):
     )
     shutil.copy(CONFORMANCE / "conftest.py", target)
     shutil.copy(CONFORMANCE / "scenario.schema.json", target)
-    (pytester.path / "spec" / "schemas").mkdir(parents=True)
-    shutil.copy(FRAME_SCHEMA, pytester.path / "spec" / "schemas")
+    shutil.copytree(SCHEMAS, pytester.path / "spec" / "schemas")
     pytester.makeini("[pytest]\n")
     return pytester
 
@@ -53,13 +53,23 @@ def test_wrong_implementation_fails_the_selftest_scenarios_readably(suite):
     result.assert_outcomes(failed=3)
     out = result.stdout.str()
     # the CLI refusal: step, argv, expected vs actual, and the process output
-    assert "steps[0] (run): exit code: expected 3, got 0 (+1 more)\n  scenario: selftest-cli-error" in out
+    assert "steps[0] (run): exit code: expected 3, got 0 (+2 more)\n  scenario: selftest-cli-error" in out
     assert "fake_impl.py workflow history get run_missing --json" in out
     assert "- exit code: expected 3, got 0" in out
     assert "- json $.error: missing key" in out
     assert "stdout:\n  | {}" in out
+    # ... and the document is checked against the schema of what it claims to be (exit 0: a result)
+    assert (
+        "- the --json document of `workflow history get` does not match "
+        "results.schema.json#/$defs/workflow.history.get: 'formatVersion' is a required property (at /)"
+    ) in out
+    # a result frame's data is checked against its request type's document
+    assert (
+        "steps[0] (jsonl): frame #0 does not match frame.schema.json: 'formatVersion' is a required "
+        "property (at /payload/data, checked as results.schema.json#/$defs/workflow.history.get)"
+    ) in out
     # the JSON-lines step: the unmatched frame, the candidates, what was sent and received
-    assert "steps[0] (jsonl): expected frame [0] matched no actual frame" in out
+    assert "- expected frame [0] matched no actual frame" in out
     assert 'expected frame [2] matched no actual frame: {"type": "error", "id": null' in out
     assert "no actual frame has id null" in out
     assert '$.type: expected "error", got "workflow.history.get"' in out
@@ -197,10 +207,10 @@ def test_frames_are_validated_against_the_frame_schema(suite):
     result = run(suite, command(impl))
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    assert "frame #0 does not match spec/schemas/frame.schema.json: Additional properties" in out
-    assert "checked as $defs/done" in out
-    assert "frame #1 does not match spec/schemas/frame.schema.json: 'Bad-Code' does not match" in out
-    assert "at /error/code" in out
+    assert "frame #0 does not match frame.schema.json: Additional properties" in out
+    assert "checked as frame.schema.json#/$defs/done" in out
+    assert "frame #1 does not match frame.schema.json: 'Bad-Code' is not one of [" in out
+    assert "(at /error/code, checked as errors.schema.json#/$defs/errorBody)" in out
     assert "stdout line 3 is not a JSON frame" in out
     assert "  !! not json" in out
 
@@ -338,3 +348,156 @@ def test_raw_pieces_send_long_text_and_the_schema_takes_them(suite):
         """,
     )
     assert "times" in str(run(suite, command(GOOD)).stdout)
+
+
+# --- every JSON document is validated against spec/schemas (index.json says which schema) --------
+
+DOCUMENTS_IMPL = """\
+import json, os, sys
+from pathlib import Path
+
+args = sys.argv[1:]
+mode = os.environ.get("IMPL_MODE", "right")
+run = {
+    "formatVersion": 1, "id": "run-1", "workflowId": "wf-1", "workflowName": "hello",
+    "status": "succeeded", "createdAt": "2026-01-01T00:00:00.000Z", "jobs": [],
+}
+if args == ["repo", "init", "."]:
+    Path(".swamp/workflow-runs/wf-1").mkdir(parents=True)
+    record = dict(run, status="finished") if mode == "bad-record" else run
+    Path(".swamp/workflow-runs/wf-1/run-1.json").write_text(json.dumps(record))
+    sys.exit(0)
+if "waits" in args:
+    print(json.dumps({"waits": [], "extra": 1} if mode == "bad-result" else {"waits": []}))
+elif "teleport" in args:
+    print(json.dumps({"teleported": True}))
+elif "cancel" in args:  # a refusal
+    code = "run_misplaced" if mode == "bad-error" else "run_not_found"
+    print(json.dumps({"error": {"code": code, "message": "No run x; list runs with swamp workflow history"}}))
+    sys.exit(3)
+elif "run" in args:  # a failed run exits 1 with its result, not an error
+    print(json.dumps(dict(run, status="failed", path="p", superseded=[])))
+    sys.exit(1)
+"""
+
+DOCUMENTS_SCENARIO = """\
+id: documents
+title: Every document is checked against its schema
+requirements: [CLI-010]
+features: [core]
+steps:
+  - run: [--repo-dir, ., workflow, waits, --json]
+  - run: [workflow, cancel, hello, --json]
+    expect: {exit: 3}
+  - run: [workflow, run, hello, --json]
+    expect: {exit: 1}
+  - files:
+      - {glob: ".swamp/workflow-runs/*/*.json", count: 1}
+"""
+
+
+def documents_suite(suite):
+    impl = suite.path / "documents_impl.py"
+    impl.write_text(DOCUMENTS_IMPL)
+    scenario(suite, "documents.yaml", DOCUMENTS_SCENARIO)
+    return command(impl)
+
+
+def test_documents_that_match_their_schemas_pass(suite):
+    result = run(suite, documents_suite(suite))
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        (
+            "bad-result",
+            "steps[0] (run): the --json document of `workflow waits` does not match "
+            "results.schema.json#/$defs/workflow.waits: Additional properties are not allowed "
+            "('extra' was unexpected) (at /)",
+        ),
+        (
+            "bad-error",
+            "steps[1] (run): the error document does not match errors.schema.json#/$defs/errorDocument: "
+            "'run_misplaced' is not one of [",
+        ),
+        (
+            "bad-record",
+            "steps[3] (files): files[0] .swamp/workflow-runs/wf-1/run-1.json: does not match "
+            "run-record.schema.json: 'finished' is not one of [",
+        ),
+    ],
+)
+def test_a_document_that_does_not_match_its_schema_fails_the_step(suite, mode, message):
+    impl = documents_suite(suite)
+    result = suite.runpytest(
+        "conformance", "--impl", f"env IMPL_MODE={mode} {impl}", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(failed=1)
+    assert message in result.stdout.str()
+
+
+def test_a_json_command_without_an_index_entry_fails(suite):
+    impl = documents_suite(suite)
+    scenario(
+        suite,
+        "documents.yaml",
+        """\
+        id: documents
+        title: A command the index does not know
+        requirements: [CLI-010]
+        features: [core]
+        steps:
+          - run: [workflow, teleport, hello, --json]
+        """,
+    )
+    result = run(suite, impl)
+    result.assert_outcomes(failed=1)
+    assert (
+        "steps[0] (run): no schema for the output of `workflow teleport hello`: "
+        "index.json has no `commands` entry for it"
+    ) in result.stdout.str()
+
+
+def test_a_file_the_scenario_wrote_itself_is_not_checked_but_one_the_implementation_rewrote_is(suite):
+    impl = suite.path / "touch_impl.py"
+    impl.write_text(
+        "import sys\nfrom pathlib import Path\n"
+        "if sys.argv[1:] == ['rewrite']:\n"
+        "    Path('.swamp/workflow-runs/wf/r.json').write_text('{\"formatVersion\":9}')\n"
+    )
+    scenario(
+        suite,
+        "written.yaml",
+        """\
+        id: written
+        title: A record the scenario planted is its own
+        requirements: [RUN-010]
+        features: [core]
+        init: false
+        files:
+          .swamp/workflow-runs/wf/r.json: '{"formatVersion": 9}'
+        steps:
+          - files: [{path: .swamp/workflow-runs/wf/r.json, json: {formatVersion: 9}}]
+          - run: [rewrite]
+          - files: [{path: .swamp/workflow-runs/wf/r.json, json: {formatVersion: 9}}]
+        """,
+    )
+    result = run(suite, command(impl))
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "steps[2] (files): files[0] .swamp/workflow-runs/wf/r.json: does not match run-record" in out
+    assert "steps[0]" not in out.split("problems:")[0]
+
+
+def test_schemas_option_points_at_another_folder(suite):
+    impl = documents_suite(suite)
+    other = suite.path / "other-schemas"
+    shutil.copytree(suite.path / "spec" / "schemas", other)
+    index = json.loads((other / "index.json").read_text())
+    del index["commands"]["workflow waits"]
+    (other / "index.json").write_text(json.dumps(index))
+    result = run(suite, impl, "--schemas", str(other))
+    result.assert_outcomes(failed=1)
+    assert "no schema for the output of `. workflow waits`" in result.stdout.str()

@@ -20,7 +20,9 @@ class EndsOnSecondPoll:
 
 
 def session_with_ended_streams(proc: object) -> Session:
-    run = SimpleNamespace(captures={}, _sub=lambda value, where: value, frame_schema={}, _schema_error=str)
+    run = SimpleNamespace(
+        captures={}, _sub=lambda value, where: value, frame_problem=lambda number, frame: None
+    )
     session = Session(run, Step(0, "session", {"session": {"args": []}}))  # type: ignore[arg-type]
     session.proc = proc  # type: ignore[assignment]
     channel = session._channel(STDIO)

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..domain.errors import ApprovalPending, RunNotSuspended
 from ..domain.retry import steps_to_reset
-from ..domain.run import WorkflowRun
+from ..domain.run import WorkflowRun, iso
 from ..engine.executor import WorkflowExecutor
 from ..engine.ports import Emit
 from ..store.claim import RunClaim
@@ -66,6 +66,7 @@ def resume(
             (emit or (lambda event: None))(
                 {
                     "event": "step_failed",
+                    "at": iso(now),
                     "job": job_name,
                     "step": step.name,
                     "error": step.error,

@@ -235,7 +235,13 @@ class WorkflowExecutor:
                     template_run.fail(
                         self.services.clock.now(), f"forEach.in of step '{step.name}': {exc.message}"
                     )
-                self._emit("step_failed", job=job.name, step=step.name, error=template_run.error)
+                self._emit(
+                    "step_failed",
+                    job=job.name,
+                    step=step.name,
+                    error=template_run.error,
+                    allowedFailure=False,
+                )
                 ok = False
                 continue
             others = {s.name for s in job.steps if s.name != step.name}
@@ -247,7 +253,13 @@ class WorkflowExecutor:
                         f"forEach of step '{step.name}' expands to {', '.join(clashes)}, "
                         "which another step of the job is already called; rename one of them",
                     )
-                self._emit("step_failed", job=job.name, step=step.name, error=template_run.error)
+                self._emit(
+                    "step_failed",
+                    job=job.name,
+                    step=step.name,
+                    error=template_run.error,
+                    allowedFailure=False,
+                )
                 ok = False
                 continue
             with self.lock:
