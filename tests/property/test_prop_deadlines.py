@@ -37,7 +37,7 @@ STARTS = st.sampled_from(AWKWARD) | st.datetimes(
 TIMEOUTS = (
     st.integers(1, 5_000_000).map(lambda us: us / 1e6)  # sub-second to seconds, microsecond steps
     | st.integers(1, 10 * 365 * 86400)
-    | st.sampled_from([0.0005, 0.001, 0.0015, 0.5, 1, 59.999, 86400, 29 * 86400, 366 * 86400, 10 * 365 * 86400])
+    | st.sampled_from([0.0005, 0.0015, 0.5, 1, 59.999, 86400, 29 * 86400, 366 * 86400, 10 * 365 * 86400])
 )
 
 
