@@ -66,7 +66,10 @@ def test_everything_covered_passes_with_a_table(repo):
         "RUN-002      run-basic",
         "WAIT-003     gate-nested",
     ]
-    assert lines[-2] == "spec-trace: requirements by feature: core 3, serve 1"
+    assert lines[-2] == (
+        "spec-trace: requirements by feature: core 3, serve 1; "
+        "3 of the core ones are cited by a scenario that needs only `core`"
+    )
     assert lines[-1] == "spec-trace: 4 requirements, 4 covered, 0 uncovered; 2 scenarios; ok"
 
 
@@ -87,6 +90,7 @@ def test_json_report(repo):
         "uncovered": 0,
         "scenarios": 2,
         "problems": 0,
+        "coreProvedByCoreProfile": 3,
         "byFeature": {"core": 3, "serve": 1},
     }
     assert report["requirements"][0]["feature"] == "serve"
@@ -173,3 +177,14 @@ def test_a_requirement_without_an_rfc_2119_key_word_fails(repo):
         {"kind": "no_keyword", "message": f"SIG-00{n} (spec/words.md:{line}) {NO_KEYWORD}"}
         for n, line in ((1, 1), (2, 5))
     ]
+
+
+def test_a_core_requirement_proved_only_with_more_features_is_not_counted_as_proved_by_core(repo):
+    write(repo, "spec/more.md", "- **[SIG-001]** Signals MUST be data.\n")
+    write(
+        repo,
+        "conformance/scenarios/sig.yaml",
+        "id: sig\ntitle: t\nrequirements: [SIG-001]\nfeatures: [core, file-store]\n",
+    )
+    summary = json.loads(spec_trace(repo, "--json").stdout)["summary"]
+    assert (summary["byFeature"], summary["coreProvedByCoreProfile"]) == ({"core": 4, "serve": 1}, 3)
