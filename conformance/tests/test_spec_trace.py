@@ -13,10 +13,11 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "spec-trace"
 SPEC = """\
 # Runs
 
-- **[RUN-001]** A run has an id.
-* [RUN-002] A run has a status.
-  1. **[GATE-010]** Nested and numbered.
-[WAIT-003] Bare at the start of a line.
+- **[RUN-001]** A run MUST have an id.
+* [RUN-002] A run has a status
+  that MUST be known.
+  1. **[GATE-010]** Nested and numbered MAY be. *(feature: serve)*
+[WAIT-003] Bare at the start of a line SHOULD work.
 
 Prose that mentions [RUN-999] is not a definition, nor is `[RUN-998]`.
 
@@ -65,6 +66,10 @@ def test_everything_covered_passes_with_a_table(repo):
         "RUN-002      run-basic",
         "WAIT-003     gate-nested",
     ]
+    assert lines[-2] == (
+        "spec-trace: requirements by feature: core 3, serve 1; "
+        "3 of the core ones are cited by a scenario that needs only `core`"
+    )
     assert lines[-1] == "spec-trace: 4 requirements, 4 covered, 0 uncovered; 2 scenarios; ok"
 
 
@@ -76,6 +81,7 @@ def test_json_report(repo):
     assert report["requirements"][1] == {
         "id": "RUN-001",
         "defined_at": "spec/runs.md:3",
+        "feature": "core",
         "scenarios": ["gate-nested", "run-basic"],
     }
     assert report["summary"] == {
@@ -84,11 +90,14 @@ def test_json_report(repo):
         "uncovered": 0,
         "scenarios": 2,
         "problems": 0,
+        "coreProvedByCoreProfile": 3,
+        "byFeature": {"core": 3, "serve": 1},
     }
+    assert report["requirements"][0]["feature"] == "serve"
 
 
 def test_uncovered_requirement_fails(repo):
-    write(repo, "spec/more.md", "- **[SIG-001]** Signals are data.\n")
+    write(repo, "spec/more.md", "- **[SIG-001]** Signals MUST be data.\n")
     result = spec_trace(repo)
     assert result.returncode == 1
     assert "SIG-001      -- NONE --" in result.stdout
@@ -106,7 +115,7 @@ def test_undefined_citation_fails(repo):
 
 
 def test_duplicate_definition_fails(repo):
-    write(repo, "spec/again.md", "Intro.\n\n- **[RUN-002]** again\n")
+    write(repo, "spec/again.md", "Intro.\n\n- **[RUN-002]** again MUST\n")
     result = spec_trace(repo, "--json")
     assert result.returncode == 1
     problems = json.loads(result.stdout)["problems"]
@@ -147,3 +156,35 @@ def test_missing_spec_dir_is_a_usage_error(tmp_path):
     result = spec_trace(tmp_path)
     assert result.returncode == 2
     assert "no spec/ directory" in result.stderr
+
+
+NO_KEYWORD = "has no MUST, SHOULD or MAY: say what is required"
+
+
+def test_a_requirement_without_an_rfc_2119_key_word_fails(repo):
+    write(
+        repo,
+        "spec/words.md",
+        "- **[SIG-001]** Signals are data.\n  Nothing here is required.\n\n"
+        "  MUST on a line after a blank one.\n"
+        "- **[SIG-002]** Lower-case must, should and may do not count; MUSTARD neither.\n"
+        "- **[SIG-003]** *withdrawn*: replaced by SIG-004.\n",
+    )
+    scenario(repo, "sig.yaml", "sig", ["SIG-001", "SIG-002", "SIG-003"])
+    result = spec_trace(repo, "--json")
+    assert result.returncode == 1
+    assert [p for p in json.loads(result.stdout)["problems"] if p["kind"] == "no_keyword"] == [
+        {"kind": "no_keyword", "message": f"SIG-00{n} (spec/words.md:{line}) {NO_KEYWORD}"}
+        for n, line in ((1, 1), (2, 5))
+    ]
+
+
+def test_a_core_requirement_proved_only_with_more_features_is_not_counted_as_proved_by_core(repo):
+    write(repo, "spec/more.md", "- **[SIG-001]** Signals MUST be data.\n")
+    write(
+        repo,
+        "conformance/scenarios/sig.yaml",
+        "id: sig\ntitle: t\nrequirements: [SIG-001]\nfeatures: [core, file-store]\n",
+    )
+    summary = json.loads(spec_trace(repo, "--json").stdout)["summary"]
+    assert (summary["byFeature"], summary["coreProvedByCoreProfile"]) == ({"core": 4, "serve": 1}, 3)

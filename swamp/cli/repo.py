@@ -40,4 +40,6 @@ def repo_init(ctx: click.Context, directory: str | None, as_json: bool) -> None:
         out(f"{verb} {data['path']}")
         out("Next: swamp model create command/shell hello && swamp workflow create hello")
 
+    if (ctx.find_root().obj or {}).get("repo_dir"):  # REPO-009: the directory is the argument
+        raise click.UsageError("repo init takes its directory as an argument: swamp repo init DIRECTORY")
     call(ctx, "repo.init", {"path": directory or "."}, as_json=as_json, repo_dir=None, render=render)

@@ -1,6 +1,7 @@
 """The manual_approval gate's state on a StepRun, and its deadline rule.
 
-A gate is open while it has no decision and its deadline (openedAt + timeout) has not passed;
+A gate is open while it has no decision and its deadline (openedAt + timeout, to the millisecond:
+deadlines.py) has not passed;
 expired iff now > deadline. An expired gate refuses approve and reject, and the next resume fails
 its step with reason `approval_timeout`.
 """
@@ -65,7 +66,3 @@ class ApprovalGate:
         from .run import parse_iso
 
         return self.deadline is not None and now > parse_iso(self.deadline)
-
-
-def deadline_after(opened: dt.datetime, timeout: float | None) -> dt.datetime | None:
-    return opened + dt.timedelta(seconds=timeout) if timeout is not None else None

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .approvals import APPROVAL_TIMEOUT, REJECTED, ApprovalDecision, ApprovalGate, deadline_after
+from .approvals import APPROVAL_TIMEOUT, REJECTED, ApprovalDecision, ApprovalGate
+from .deadlines import deadline_after
 from .errors import (
     ApprovalExpired,
     RunNotSuspended,
@@ -146,11 +147,10 @@ class StepRun:
     # -- the approval gate ----------------------------------------------------------------------
 
     def open_gate(self, now: dt.datetime, prompt: str, timeout: float | None) -> None:
-        deadline = deadline_after(now, timeout)
+        opened = iso(now)
+        deadline = iso(deadline_after(parse_iso(opened), timeout)) if timeout is not None else None
         self.status = "waiting_approval"
-        self.approval = ApprovalGate(
-            prompt=prompt, openedAt=iso(now), timeout=timeout, deadline=iso(deadline) if deadline else None
-        )
+        self.approval = ApprovalGate(prompt=prompt, openedAt=opened, timeout=timeout, deadline=deadline)
 
     def decide_gate(
         self,

@@ -1,6 +1,7 @@
 """The signal wait: state on a StepRun, its identifiers, its deadline and its payload rules.
 
-A wait is open while its step is `waiting` and now <= deadline (deadline = openedAt + timeout).
+A wait is open while its step is `waiting` and now <= deadline (deadline = openedAt + timeout, kept
+to the millisecond: deadlines.py).
 Only an open wait accepts a signal; a settled one keeps its receipt forever. Wait and signal IDs
 are 128 random bits in lower-case base32, never derived from names, and are checked against their
 pattern before any lookup.
@@ -84,13 +85,6 @@ def check_wait_id(text: str) -> str:
     return text
 
 
-def precise_iso(moment: dt.datetime) -> str:
-    """Milliseconds when they say it all, microseconds otherwise (sub-second timeouts)."""
-    utc = moment.astimezone(dt.UTC)
-    spec = "milliseconds" if utc.microsecond % 1000 == 0 else "microseconds"
-    return utc.isoformat(timespec=spec).replace("+00:00", "Z")
-
-
 def payload_digest(payload: Any) -> str:
     if not isinstance(payload, (dict, list, str, int, float, bool, type(None))):
         return ""
@@ -158,14 +152,14 @@ class SignalWait:
     def open(
         cls, now: dt.datetime, timeout: float, schema: dict[str, Any] | bool, description: str | None
     ) -> SignalWait:
+        from .deadlines import deadline_after
         from .run import iso, parse_iso
 
         opened = iso(now)
-        deadline = parse_iso(opened) + dt.timedelta(seconds=timeout)
         return cls(
             waitId=new_wait_id(),
             openedAt=opened,
-            deadline=precise_iso(deadline),
+            deadline=iso(deadline_after(parse_iso(opened), timeout)),
             timeout=timeout,
             schema=schema,
             description=description,
