@@ -101,7 +101,11 @@ class WorkflowExecutor:
             key = self._next_hook
             self._next_hook += 1
             self._abandon_hooks[key] = stop
-        return lambda: self._abandon_hooks.pop(key, None)
+
+        def forget() -> None:
+            self._abandon_hooks.pop(key, None)
+
+        return forget
 
     def abandon(self, why: str) -> None:
         """Record the run as stopped here: what steps were doing is stopped, running steps failed

@@ -143,10 +143,11 @@ def _read_output(proc: subprocess.Popen[str], log: Callable[[str], None]) -> tup
     that neither pipe fills while the other is read. Memory stays bounded whatever is printed."""
     assert proc.stdout is not None and proc.stderr is not None
     stdout, stderr = _Tail(), _Tail()
-    errors = threading.Thread(target=_drain, args=(proc.stderr.buffer, stderr, None), daemon=True)
+    err_pipe, out_pipe = proc.stderr.buffer, proc.stdout.buffer  # type: ignore[attr-defined,unused-ignore]
+    errors = threading.Thread(target=_drain, args=(err_pipe, stderr, None), daemon=True)
     errors.start()
     try:
-        _drain(proc.stdout.buffer, stdout, log)
+        _drain(out_pipe, stdout, log)
     finally:
         errors.join()
     return stdout, stderr

@@ -92,7 +92,7 @@ class YamlError(ValueError):
     pass
 
 
-class _StrictLoader(_Base):  # type: ignore[misc,valid-type]
+class _StrictLoader(_Base):  # type: ignore[misc,valid-type,unused-ignore]
     """YAML 1.2 core schema loading that refuses a mapping repeating a key (the last one would
     silently win). `<<` is an ordinary key: YAML 1.2 has no merge keys."""
 
