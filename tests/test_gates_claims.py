@@ -150,14 +150,18 @@ def live_checks(repo: Repo, workflow: str, run_id: str) -> None:
 # -- two resumes --------------------------------------------------------------------------------
 
 
-def _approved_run_with_slow_work(repo: Repo, name: str, seconds: float) -> str:
+def _approved_run_with_slow_work(repo: Repo, name: str, seconds: float | None) -> str:
+    """A run whose gate is approved and whose next step takes `seconds`, or (None) runs until the
+    test writes `<name>.release`, so a test can hold the run busy however loaded the machine is."""
+    held = f"while [ ! -f {name}.release ]; do sleep 0.02; done"
+    wait = f"sleep {seconds}" if seconds is not None else held
     repo.write_workflow(
         name,
         [
             job(
                 "main",
                 gate("gate"),
-                sh("work", f"echo ran >> {name}.count; sleep {seconds}", dependsOn=[dep("gate")]),
+                sh("work", f"echo ran >> {name}.count; {wait}", dependsOn=[dep("gate")]),
             )
         ],
     )
@@ -198,12 +202,14 @@ def test_a_resume_that_waits_for_the_claim_finds_the_run_finished(repo):
 
 
 def test_a_second_resume_without_run_is_told_the_run_is_busy(repo):
-    run_id = _approved_run_with_slow_work(repo, "busy", 1.5)
+    run_id = _approved_run_with_slow_work(repo, "busy", None)
     first = start(repo, "workflow", "resume", "busy", "--json")
     with reaped(first):
         poll(lambda: record(repo, run_id)["status"] == "running")
         code, _out, _err, doc = repo.swamp("workflow", "resume", "busy", "--claim-timeout", "0.2", "--json")
         assert doc["error"]["code"] in ("claim_timeout", "run_not_suspended"), doc
+        (repo.root / "busy.release").write_text("")
+        assert finish(first)[0] == 0
 
 
 # -- racing decisions ---------------------------------------------------------------------------
