@@ -40,11 +40,29 @@ WANTED = {
 }
 
 
+PYTHON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str, bytes),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class FieldCheck:
     name: str
     kinds: frozenset[str] | None  # None: any JSON value
     required: bool
+    accepts: frozenset[type]  # the Python types of a value that passes as it is (the fast path)
+
+    @classmethod
+    def of(cls, name: str, kinds: frozenset[str] | None, required: bool) -> FieldCheck:
+        # exact types: type(True) is bool, never int, so a boolean passes only as a "boolean"
+        accepts = frozenset(t for k in kinds or () for t in PYTHON_TYPES[k])
+        return cls(name, kinds, required, accepts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,49 +78,49 @@ class PayloadCheck:
             payload = {}
         if not isinstance(payload, dict):
             raise InvalidRequest(f"payload of '{self.request_type}' must be an object")
-        unknown = sorted(k for k in payload if k not in self.names)
-        if unknown:
+        if not self.names.issuperset(payload):
+            unknown = sorted(str(k) for k in payload if k not in self.names)
             valid = ", ".join(f.name for f in self.fields) or "none"
             raise InvalidRequest(
-                f"payload of '{self.request_type}' has unknown field(s): {', '.join(map(str, unknown))}; "
+                f"payload of '{self.request_type}' has unknown field(s): {', '.join(unknown)}; "
                 f"valid fields: {valid}",
                 {"unknown": unknown},
             )
         normalized: dict[str, Any] | None = None
         for field in self.fields:
-            if field.name not in payload:
+            name = field.name
+            if name not in payload:
                 if field.required:
-                    raise self._missing(field.name)
+                    raise self._missing(name)
                 continue
-            value = payload[field.name]
-            kinds = field.kinds
-            if kinds is None:
+            value = payload[name]
+            kind = type(value)
+            if kind in field.accepts:
+                if kind is float and not math.isfinite(value):
+                    raise self._wrong(name, "a finite number")
+                continue
+            if field.kinds is None:
                 continue
             if value is None:
-                if "null" in kinds:
-                    continue
                 if field.required:
-                    raise self._missing(field.name)
-            kind = json_type(value)
-            if kind == "number" and "integer" in kinds and "number" not in kinds and value.is_integer():
+                    raise self._missing(name)
+                continue  # "null" is in accepts for every optional field; kept for other schemas
+            if isinstance(value, float) and "integer" in field.kinds and value.is_integer():
                 normalized = normalized if normalized is not None else dict(payload)
-                normalized[field.name] = int(value)
+                normalized[name] = int(value)
                 continue
-            if kind is None or (kind not in kinds and not (kind == "integer" and "number" in kinds)):
-                wanted = " or ".join(WANTED[k] for k in sorted(kinds - {"null"}))
-                raise InvalidRequest(
-                    f"'{field.name}' in the payload of '{self.request_type}' must be {wanted}",
-                    {"field": field.name},
-                )
-            if kind == "number" and not math.isfinite(value):
-                raise InvalidRequest(
-                    f"'{field.name}' in the payload of '{self.request_type}' must be a finite number",
-                    {"field": field.name},
-                )
+            if json_type(value) in field.kinds and not isinstance(value, bool):
+                continue  # a subclass of an accepted type (an int subclass, a marked dict)
+            raise self._wrong(name, " or ".join(WANTED[k] for k in sorted(field.kinds - {"null"})))
         return normalized if normalized is not None else payload
 
     def _missing(self, name: str) -> InvalidRequest:
         return InvalidRequest(f"payload of '{self.request_type}' needs '{name}'", {"missing": name})
+
+    def _wrong(self, name: str, wanted: str) -> InvalidRequest:
+        return InvalidRequest(
+            f"'{name}' in the payload of '{self.request_type}' must be {wanted}", {"field": name}
+        )
 
 
 def json_type(value: Any) -> str | None:
@@ -174,7 +192,8 @@ class RequestSchemas:
         properties = schema.get("properties", {})
         fields = []
         for name, sub in properties.items():
-            fields.append(FieldCheck(name, self._kinds(sub, f"{where}/properties/{name}"), name in required))
+            kinds = self._kinds(sub, f"{where}/properties/{name}")
+            fields.append(FieldCheck.of(name, kinds, name in required))
         if set(required) - set(properties):
             raise SchemaNotCompilable(f"{where}: required names a field it does not define")
         return PayloadCheck(request_type, tuple(fields), frozenset(properties))

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..domain.actors import Actor
 from ..domain.errors import InvalidRequest, StorageError
+from .payloads import request_schemas
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -308,8 +309,6 @@ REQUEST_TYPES: dict[str, RequestType] = {
 
 def check_payload(request_type: RequestType, payload: Any) -> dict[str, Any]:
     """The payload, checked with its type's definition in requests.schema.json (PROTO-007)."""
-    from .payloads import request_schemas
-
     return request_schemas().check(request_type.name)(payload)
 
 
