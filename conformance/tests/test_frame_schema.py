@@ -5,12 +5,14 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from referencing import Registry, Resource
 
-SCHEMA = json.loads(
-    (Path(__file__).resolve().parents[2] / "spec" / "schemas" / "frame.schema.json").read_text()
-)
+SCHEMAS = Path(__file__).resolve().parents[2] / "spec" / "schemas"
+SCHEMA = json.loads((SCHEMAS / "frame.schema.json").read_text())
+REQUESTS = json.loads((SCHEMAS / "requests.schema.json").read_text())
+REGISTRY = Registry().with_resources([(s["$id"], Resource.from_contents(s)) for s in (SCHEMA, REQUESTS)])
 REPLY = jsonschema.Draft202012Validator(SCHEMA)
-REQUEST = jsonschema.Draft202012Validator({"$ref": "#/$defs/request", "$defs": SCHEMA["$defs"]})
+REQUEST = jsonschema.Draft202012Validator({"$ref": "frame.schema.json#/$defs/request"}, registry=REGISTRY)
 
 
 def test_the_schema_is_a_valid_draft_2020_12_schema():
@@ -64,8 +66,15 @@ def test_invalid_replies(frame):
 
 
 def test_requests():
-    assert REQUEST.is_valid({"type": "workflow.signal", "id": "r1", "payload": {"wait": "wait_x"}})
-    assert REQUEST.is_valid({"type": "workflow.history.get", "id": "r1"})
+    assert REQUEST.is_valid(
+        {"type": "workflow.signal", "id": "r1", "payload": {"waitId": "wait_x", "payload": 1}}
+    )
+    assert REQUEST.is_valid({"type": "workflow.list", "id": "r1"})
+    # the payload is checked by type, through requests.schema.json
+    assert not REQUEST.is_valid({"type": "workflow.history.get", "id": "r1"})
+    assert not REQUEST.is_valid({"type": "workflow.signal", "id": "r1", "payload": {"wait": "wait_x"}})
+    assert not REQUEST.is_valid({"type": "workflow.history", "id": "r1", "payload": {"limit": "5"}})
+    assert not REQUEST.is_valid({"type": "workflow.nope", "id": "r1"})
     assert not REQUEST.is_valid({"type": "workflow.signal", "payload": {}})
     assert not REQUEST.is_valid({"type": "workflow.signal", "id": "", "payload": {}})
     assert not REQUEST.is_valid({"type": "done", "id": "r1"})
