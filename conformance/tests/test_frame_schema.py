@@ -104,8 +104,15 @@ def test_invalid_replies(frame):
 
 
 def test_requests():
-    assert REQUEST.is_valid({"type": "workflow.signal", "id": "r1", "payload": {"wait": "wait_x"}})
-    assert REQUEST.is_valid({"type": "workflow.history.get", "id": "r1"})
+    assert REQUEST.is_valid(
+        {"type": "workflow.signal", "id": "r1", "payload": {"waitId": "wait_x", "payload": 1}}
+    )
+    assert REQUEST.is_valid({"type": "workflow.list", "id": "r1"})
+    # the payload is checked by type, through requests.schema.json
+    assert not REQUEST.is_valid({"type": "workflow.history.get", "id": "r1"})
+    assert not REQUEST.is_valid({"type": "workflow.signal", "id": "r1", "payload": {"wait": "wait_x"}})
+    assert not REQUEST.is_valid({"type": "workflow.history", "id": "r1", "payload": {"limit": "5"}})
+    assert not REQUEST.is_valid({"type": "workflow.nope", "id": "r1"})
     assert not REQUEST.is_valid({"type": "workflow.signal", "payload": {}})
     assert not REQUEST.is_valid({"type": "workflow.signal", "id": "", "payload": {}})
     assert not REQUEST.is_valid({"type": "done", "id": "r1"})

@@ -29,6 +29,7 @@ from .output import print_error, print_json  # noqa: E402
         "workflow": ".main:workflow",
         "model": ".models:model",
         "serve": ".serve:serve",
+        "version": ".version:version",
     },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -6,7 +6,7 @@ Every leaf tests the status of the same referenced job or step (the entry names 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -14,8 +14,21 @@ ConditionType = Literal["always", "succeeded", "failed", "completed", "skipped",
 LEAF_TYPES = ("always", "succeeded", "failed", "completed", "skipped")
 
 
+def without_nulls(data: Any) -> Any:
+    """A mapping without its null-valued keys: the raw walker of the workflow file reports each
+    (WF-026), so the model sees them as absent and still reports every other problem (WF-005)."""
+    if isinstance(data, dict) and any(value is None for value in data.values()):
+        return {key: value for key, value in data.items() if value is not None}
+    return data
+
+
 class Condition(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        return without_nulls(data)
 
     type: ConditionType
     conditions: tuple[Condition, ...] | None = None

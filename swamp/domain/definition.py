@@ -3,6 +3,11 @@
 Parsing goes in two passes. `unknown_key_problems` walks the raw mapping first so that a typo gets
 the message people need ("Unknown key 'gaurd' on step 'x'. Did you mean 'guard'?"); then pydantic
 checks types and shapes. Both report every problem with its path, never a traceback.
+
+The file's JSON Schema (spec/schemas/workflow.schema.json) says the same shapes for other programs;
+tests/test_workflow_schema.py holds the two to one verdict. So values are never coerced (`"yes"` is
+not a boolean, `2.5` not an integer: every scalar field is strict, WF-025) and a key given `null`
+is a problem the walker reports, not an absent key (WF-026).
 """
 
 from __future__ import annotations
@@ -13,8 +18,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    Strict,
     StrictFloat,
     StrictInt,
     ValidationError,
@@ -22,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from .conditions import Condition
+from .conditions import Condition, without_nulls
 from .errors import WorkflowInvalid
 from .expressions import whole_expression
 
@@ -62,15 +69,49 @@ SCHEMA_KEYWORDS = frozenset(
 )
 
 
+def _json_integer(value: Any) -> Any:
+    """2.0 is the integer 2, as JSON Schema counts integers; a boolean or a string is no integer."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_json_integer), Strict()]
+
+
+def seconds_number(value: Any) -> Any:
+    """A timeout is a JSON number: `"60"`, `1h` and `true` are not (WF-025)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        import json
+
+        raise ValueError(f"must be a number of seconds, not {json.dumps(value, default=str)[:60]}")
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls(cls, data: Any) -> Any:
+        return without_nulls(data)
 
 
 class ModelMethodTask(_Strict):
     type: Literal["model_method"]
-    modelIdOrName: str = Field(min_length=1)
-    methodName: str = Field(min_length=1)
+    modelIdOrName: str = Field(min_length=1, strict=True)
+    methodName: str = Field(min_length=1, strict=True)
     inputs: dict[str, Any] | str = Field(default_factory=dict)
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _inputs_shape(cls, value: Any) -> Any:
+        if not isinstance(value, (dict, str)):
+            import json
+
+            shown = json.dumps(value, default=str)[:60]
+            raise ValueError(f"inputs must be a mapping or one whole ${{{{ }}}} expression, not {shown}")
+        return value
 
     @field_validator("inputs")
     @classmethod
@@ -82,8 +123,13 @@ class ModelMethodTask(_Strict):
 
 class ManualApprovalTask(_Strict):
     type: Literal["manual_approval"]
-    prompt: str = Field(min_length=1)
+    prompt: str = Field(min_length=1, strict=True)
     timeout: StrictInt | StrictFloat | None = Field(default=None, gt=0, le=10 * 365 * 86400)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout_is_number(cls, value: Any) -> Any:
+        return seconds_number(value)
 
 
 MAX_WAIT_SECONDS = 10 * 365 * 86400
@@ -93,7 +139,22 @@ class WaitForSignalTask(_Strict):
     type: Literal["wait_for_signal"]
     timeout: StrictInt | StrictFloat = Field(gt=0, le=MAX_WAIT_SECONDS)
     schema_: dict[str, Any] | bool = Field(default_factory=dict, alias="schema")
-    description: str | None = None
+    description: str | None = Field(default=None, strict=True)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout_is_number(cls, value: Any) -> Any:
+        return seconds_number(value)
+
+    @field_validator("schema_", mode="before")
+    @classmethod
+    def _schema_is_object_or_boolean(cls, value: Any) -> Any:
+        if not isinstance(value, (dict, bool)):
+            import json
+
+            shown = json.dumps(value, default=str)[:60]
+            raise ValueError(f"the schema must be a JSON Schema: an object or a boolean, not {shown}")
+        return value
 
 
 Task = Annotated[ModelMethodTask | ManualApprovalTask | WaitForSignalTask, Field(discriminator="type")]
@@ -105,18 +166,18 @@ TASK_TYPES: dict[str, type[BaseModel]] = {
 
 
 class JobDependency(_Strict):
-    job: str = Field(min_length=1)
+    job: str = Field(min_length=1, strict=True)
     condition: Condition
 
 
 class StepDependency(_Strict):
-    step: str = Field(min_length=1)
+    step: str = Field(min_length=1, strict=True)
     condition: Condition
 
 
 class ForEach(_Strict):
-    item: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    in_: str = Field(alias="in", min_length=1)
+    item: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", strict=True)
+    in_: str = Field(alias="in", min_length=1, strict=True)
 
     @field_validator("in_")
     @classmethod
@@ -127,15 +188,15 @@ class ForEach(_Strict):
 
 
 class Step(_Strict):
-    name: str = Field(min_length=1)
-    description: str | None = None
+    name: str = Field(min_length=1, strict=True)
+    description: str | None = Field(default=None, strict=True)
     task: Task
     dependsOn: tuple[StepDependency, ...] = ()
-    guard: str | None = None
-    allowFailure: bool = False
+    guard: str | None = Field(default=None, strict=True)
+    allowFailure: bool = Field(default=False, strict=True)
     forEach: ForEach | None = None
-    weight: float = 0
-    concurrency: int | None = Field(default=None, ge=0)
+    weight: float = Field(default=0, strict=True)
+    concurrency: JsonInt | None = Field(default=None, ge=0)
 
     @field_validator("guard")
     @classmethod
@@ -146,23 +207,25 @@ class Step(_Strict):
 
 
 class Job(_Strict):
-    name: str = Field(min_length=1)
-    description: str | None = None
+    name: str = Field(min_length=1, strict=True)
+    description: str | None = Field(default=None, strict=True)
     steps: tuple[Step, ...] = Field(min_length=1)
     dependsOn: tuple[JobDependency, ...] = ()
-    weight: float = 0
-    concurrency: int | None = Field(default=None, ge=0)
+    weight: float = Field(default=0, strict=True)
+    concurrency: JsonInt | None = Field(default=None, ge=0)
 
 
 class Workflow(_Strict):
-    id: str = Field(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-    name: str = Field(min_length=1)
-    description: str | None = None
-    version: int = Field(default=1, gt=0)
-    tags: dict[str, str] = Field(default_factory=dict)
+    id: str = Field(
+        pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", strict=True
+    )
+    name: str = Field(min_length=1, strict=True)
+    description: str | None = Field(default=None, strict=True)
+    version: JsonInt = Field(default=1, gt=0)
+    tags: dict[str, str] = Field(default_factory=dict, strict=True)
     inputs: dict[str, Any] | None = None
     jobs: tuple[Job, ...] = Field(min_length=1)
-    concurrency: int | None = Field(default=None, ge=0)
+    concurrency: JsonInt | None = Field(default=None, ge=0)
 
     @field_validator("name")
     @classmethod
@@ -180,11 +243,12 @@ class Workflow(_Strict):
             return {"type": "object", "properties": value}
         return value
 
-    @model_validator(mode="after")
-    def _inputs_is_object_schema(self) -> Workflow:
-        if self.inputs is not None and self.inputs.get("type", "object") != "object":
+    @field_validator("inputs")
+    @classmethod
+    def _inputs_is_object_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and value.get("type", "object") != "object":
             raise ValueError("inputs must be a JSON Schema of type 'object'")
-        return self
+        return value
 
     def job(self, name: str) -> Job:
         for job in self.jobs:
@@ -214,8 +278,11 @@ CONDITION_KEYS = ["type", "conditions", "condition"]
 
 def _unknown(entity: str, name: str, keys: dict[str, Any], valid: list[str], path: str) -> list[str]:
     problems = []
-    for key in keys:
+    for key, value in keys.items():
         if key in valid:
+            if value is None:
+                where = key if path == "workflow" else f"{path}.{key}"
+                problems.append(f"{where}: must not be null; give a value or leave the key out")
             continue
         close = difflib.get_close_matches(str(key), valid, n=1, cutoff=0.6)
         hint = f" Did you mean '{close[0]}'?" if close else ""

@@ -351,6 +351,9 @@ def warm() -> None:
     from . import jsonl, requests  # noqa: F401
 
     _exchange_supported()  # loads ctypes and looks up renameat2 once
+    from .payloads import request_schemas
+
+    request_schemas().check("workflow.signal")  # reads requests.schema.json and compiles the check
     from ..store.clock import current_user
 
     current_user()  # who signs the receipt: one password-database lookup, cached

@@ -1,36 +1,29 @@
-"""Every request type swamp answers, its payload shape, and the use case behind it.
+"""Every request type swamp answers and the use case behind it.
 
 The CLI, `--jsonl` and `swamp serve` all go through `handle`, so a request's result `data` is the
-same document that `--json` prints for the matching command.
+same document that `--json` prints for the matching command. What each payload may hold is said
+once, in spec/schemas/requests.schema.json; `handle` checks a payload with that schema, compiled
+(payloads.py), before the use case sees it.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..domain.actors import Actor
 from ..domain.errors import InvalidRequest, StorageError
+from .payloads import request_schemas
 
 Emit = Callable[[dict[str, Any]], None]
-
-
-ANY_JSON = (dict, list, str, int, float, bool, type(None))
-
-
-@dataclass(frozen=True)
-class Field:
-    kind: type | tuple[type, ...]
-    required: bool = False
 
 
 @dataclass(frozen=True)
 class RequestType:
     name: str
-    fields: dict[str, Field]
     handler: Callable[..., dict[str, Any]]
     needs_repo: bool = True
 
@@ -273,115 +266,50 @@ def _model_type_list(payload: dict[str, Any], emit: Emit, actor: Actor | None) -
     return list_model_types(_app(payload, actor))
 
 
-REPO = {"repoDir": Field(str)}
-CLAIM = {"claimTimeout": Field((int, float))}
-DECISION = {
-    **REPO,
-    **CLAIM,
-    "workflow": Field(str),
-    "step": Field(str),
-    "waitId": Field(str),
-    "run": Field(str),
-    "job": Field(str),
-    "reason": Field(str),
-}
+PROTOCOL_VERSION = 1
+SPEC_VERSION_FILE = Path(__file__).resolve().parent.parent / "SPEC_VERSION"
+
+
+def _protocol_version(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    """Which spec and protocol this implementation speaks, and every request type it answers."""
+    return {
+        "spec": SPEC_VERSION_FILE.read_text(encoding="utf-8").strip(),
+        "protocol": PROTOCOL_VERSION,
+        "requestTypes": sorted(REQUEST_TYPES),
+    }
+
 
 REQUEST_TYPES: dict[str, RequestType] = {
     r.name: r
     for r in [
-        RequestType("repo.init", {"path": Field(str)}, _repo_init, needs_repo=False),
-        RequestType("workflow.list", {**REPO}, _workflow_list),
-        RequestType("workflow.get", {**REPO, "workflow": Field(str, True)}, _workflow_get),
-        RequestType(
-            "workflow.create", {**REPO, "name": Field(str, True), "description": Field(str)}, _workflow_create
-        ),
-        RequestType("workflow.validate", {**REPO, "workflow": Field(str)}, _workflow_validate),
-        RequestType(
-            "workflow.run", {**REPO, "workflow": Field(str, True), "inputs": Field(dict)}, _workflow_run
-        ),
-        RequestType(
-            "workflow.history", {**REPO, "workflow": Field(str), "limit": Field(int)}, _workflow_history
-        ),
-        RequestType("workflow.history.get", {**REPO, "run": Field(str, True)}, _workflow_history_get),
-        RequestType("workflow.approve", DECISION, _workflow_approve),
-        RequestType("workflow.reject", DECISION, _workflow_reject),
-        RequestType("workflow.approvals", {**REPO, "workflow": Field(str)}, _workflow_approvals),
-        RequestType(
-            "workflow.resume",
-            {
-                **REPO,
-                **CLAIM,
-                "workflow": Field(str, True),
-                "run": Field(str),
-                "inputs": Field(dict),
-                "from": Field(str),
-            },
-            _workflow_resume,
-        ),
-        RequestType(
-            "workflow.cancel",
-            {**REPO, **CLAIM, "workflow": Field(str, True), "run": Field(str), "reason": Field(str)},
-            _workflow_cancel,
-        ),
-        RequestType(
-            "workflow.signal",
-            {
-                **REPO,
-                **CLAIM,
-                "waitId": Field(str, True),
-                "payload": Field(ANY_JSON),
-                "payloadText": Field((str, bytes)),
-                "check": Field(bool),
-            },
-            _workflow_signal,
-        ),
-        RequestType(
-            "workflow.waits",
-            {**REPO, "workflow": Field(str), "expiringWithin": Field((int, float, str)), "all": Field(bool)},
-            _workflow_waits,
-        ),
-        RequestType("workflow.wait.show", {**REPO, "waitId": Field(str, True)}, _workflow_wait_show),
-        RequestType("model.list", {**REPO}, _model_list),
-        RequestType("model.get", {**REPO, "model": Field(str, True)}, _model_get),
-        RequestType(
-            "model.create", {**REPO, "type": Field(str, True), "name": Field(str, True)}, _model_create
-        ),
-        RequestType("model.type.list", {**REPO}, _model_type_list),
+        RequestType("protocol.version", _protocol_version, needs_repo=False),
+        RequestType("repo.init", _repo_init, needs_repo=False),
+        RequestType("workflow.list", _workflow_list),
+        RequestType("workflow.get", _workflow_get),
+        RequestType("workflow.create", _workflow_create),
+        RequestType("workflow.validate", _workflow_validate),
+        RequestType("workflow.run", _workflow_run),
+        RequestType("workflow.history", _workflow_history),
+        RequestType("workflow.history.get", _workflow_history_get),
+        RequestType("workflow.approve", _workflow_approve),
+        RequestType("workflow.reject", _workflow_reject),
+        RequestType("workflow.approvals", _workflow_approvals),
+        RequestType("workflow.resume", _workflow_resume),
+        RequestType("workflow.cancel", _workflow_cancel),
+        RequestType("workflow.signal", _workflow_signal),
+        RequestType("workflow.waits", _workflow_waits),
+        RequestType("workflow.wait.show", _workflow_wait_show),
+        RequestType("model.list", _model_list),
+        RequestType("model.get", _model_get),
+        RequestType("model.create", _model_create),
+        RequestType("model.type.list", _model_type_list),
     ]
 }
 
-_KIND_NAMES = {str: "a string", int: "an integer", dict: "an object", bool: "a boolean", list: "an array"}
-
 
 def check_payload(request_type: RequestType, payload: Any) -> dict[str, Any]:
-    if payload is None:
-        payload = {}
-    if not isinstance(payload, dict):
-        raise InvalidRequest(f"payload of '{request_type.name}' must be an object")
-    unknown = sorted(set(payload) - set(request_type.fields))
-    if unknown:
-        raise InvalidRequest(
-            f"payload of '{request_type.name}' has unknown field(s): {', '.join(unknown)}; "
-            f"valid fields: {', '.join(request_type.fields) or 'none'}",
-            {"unknown": unknown},
-        )
-    for name, spec in request_type.fields.items():
-        nullable = isinstance(spec.kind, tuple) and type(None) in spec.kind
-        if name not in payload or (payload[name] is None and not nullable):
-            if spec.required:
-                raise InvalidRequest(f"payload of '{request_type.name}' needs '{name}'", {"missing": name})
-            continue
-        value = payload[name]
-        kinds = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
-        wrong_bool = isinstance(value, bool) and bool not in kinds
-        if isinstance(value, float) and not math.isfinite(value) and spec.kind is not ANY_JSON:
-            raise InvalidRequest(f"'{name}' in the payload of '{request_type.name}' must be a finite number")
-        if wrong_bool or not isinstance(value, kinds):
-            wanted = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
-            raise InvalidRequest(
-                f"'{name}' in the payload of '{request_type.name}' must be {wanted}", {"field": name}
-            )
-    return payload
+    """The payload, checked with its type's definition in requests.schema.json (PROTO-007)."""
+    return request_schemas().check(request_type.name)(payload)
 
 
 def lookup(name: Any) -> RequestType:
