@@ -241,3 +241,32 @@ def test_listing_is_ordered_by_deadline_then_id(shared_repo):
     early = listed[:2]
     assert [w["waitId"] for w in early] == sorted(w["waitId"] for w in early)
     assert [w["secondsLeft"] for w in listed] == [300, 300, 900]
+
+
+@pytest.mark.parametrize(
+    ("offered", "why"),
+    [
+        ({"payloadText": "{oops"}, "malformed JSON"),
+        ({"payloadText": '"' + "x" * LIMIT + '"'}, "too large"),
+        ({"payload": "a string, not the integer the schema wants"}, "invalid"),
+        ({"payload": 5}, "valid"),
+    ],
+)
+def test_an_expired_wait_is_refused_before_its_payload_is_judged(shared_repo, monkeypatch, offered, why):
+    """WAIT-016's order: the deadline is checked before the payload's size, JSON and schema, so a
+    sender past the deadline hears wait_expired (what happened to the wait), whatever it sent, and
+    the record is not written (WAIT-024: the same bytes, the same file, the same mtime)."""
+    from test_waits_support import record_path
+
+    wait_workflow(shared_repo, f"late-{len(why)}", wait_step("value", timeout=60, schema={"type": "integer"}))
+    doc = shared_repo.run(f"late-{len(why)}")
+    wait_id = doc["waits"][0]["waitId"]
+    path = record_path(shared_repo, doc)
+    before = (path.read_bytes(), path.stat().st_ino, path.stat().st_mtime_ns)
+    at(monkeypatch, "2026-01-01T00:01:00.001Z")
+    refused = refusal(shared_repo, "workflow.signal", {"waitId": wait_id, **offered})
+    assert (refused.code, refused.details) == (
+        "wait_expired",
+        {"waitId": wait_id, "deadline": "2026-01-01T00:01:00.000Z"},
+    ), why
+    assert (path.read_bytes(), path.stat().st_ino, path.stat().st_mtime_ns) == before

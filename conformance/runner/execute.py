@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -144,6 +145,9 @@ class ScenarioRun:
         self.written: dict[str, bytes] = {}  # what the scenario itself wrote, by relative path
         self.display_path = display_path or str(scenario.path)
         self.captures: dict[str, Any] = {"account": os_account()}
+        # `snapshot: NAME` of a files check -> what the file was then (`unchanged: NAME` compares)
+        self.snapshots: dict[str, FileSnapshot] = {}
+        self._new_snapshots: dict[str, FileSnapshot] = {}
 
     # ------------------------------------------------------------------ driver
 
@@ -243,7 +247,8 @@ class ScenarioRun:
         deadline = time.monotonic() + (timeout or 0)
         saved = self.captures
         while True:
-            self.captures = dict(saved)  # captures count only when every check holds
+            self.captures = dict(saved)  # captures and snapshots count only when every check holds
+            self._new_snapshots = {}
             problems: list[str] = []
             try:
                 for i, check in enumerate(checks):
@@ -252,6 +257,7 @@ class ScenarioRun:
                 trial, self.captures = self.captures, saved
             if not problems:
                 self.captures.update(trial)
+                self.snapshots.update(self._new_snapshots)
                 return
             if time.monotonic() >= deadline:
                 break
@@ -372,6 +378,8 @@ class ScenarioRun:
             if path.exists() != wanted:
                 problems.append(f"{label}: expected it {'to exist' if wanted else 'not to exist'}")
             found = [path] if path.exists() and wanted else []
+            if found:
+                problems += self._check_snapshot(label, path, check)
         for path in found:
             name = path.relative_to(self.repo).as_posix()
             problems += self._check_content(f"{where} {name}", path, check)
@@ -396,6 +404,27 @@ class ScenarioRun:
             return [f"{label}: not a JSON document ({exc}), and {ref} applies to it"]
         problem = self.schemas.problem(document, ref)
         return [] if problem is None else [f"{label}: does not match {ref}: {problem}"]
+
+    def _check_snapshot(self, label: str, path: Path, check: dict[str, Any]) -> list[str]:
+        """`snapshot: NAME` records the file; `unchanged: NAME` says how it differs from that record."""
+        if "snapshot" not in check and "unchanged" not in check:
+            return []
+        try:
+            now = FileSnapshot.of(path)
+        except OSError as exc:
+            return [f"{label}: cannot read it for a snapshot ({exc})"]
+        if now is None:
+            return [f"{label}: not a regular file (a snapshot is of a file's bytes)"]
+        problems = []
+        if "unchanged" in check:
+            name = check["unchanged"]
+            then = self.snapshots[name]  # the static check made sure an earlier step took it
+            changes = then.differences(now)
+            if changes:
+                problems.append(f"{label}: changed since snapshot {name!r}: " + "; ".join(changes))
+        if "snapshot" in check:
+            self._new_snapshots[check["snapshot"]] = now
+        return problems
 
     def _check_content(self, label: str, path: Path, check: dict[str, Any]) -> list[str]:
         problems = []
@@ -482,6 +511,38 @@ class ScenarioRun:
             out += ["captures: " + short(self.captures, 1000)]
         out.append(f"repo dir (kept): {self.repo}")
         raise ScenarioFailure("\n".join(out))
+
+
+@dataclass(frozen=True)
+class FileSnapshot:
+    """What `unchanged` compares: the bytes (by sha256), the inode, the size and the mtime in ns.
+    A rewrite with the same bytes still shows: through a swap file as a new inode, in place as a
+    new mtime."""
+
+    sha256: str
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileSnapshot | None:
+        info = path.lstat()  # a symlink is not followed: it is not the file the scenario named
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = path.read_bytes()
+        return cls(hashlib.sha256(data).hexdigest(), info.st_ino, info.st_size, info.st_mtime_ns)
+
+    def differences(self, now: FileSnapshot) -> list[str]:
+        out = []
+        if now.sha256 != self.sha256:
+            out.append(f"bytes differ (sha256 {self.sha256[:12]}... then, {now.sha256[:12]}... now)")
+        if now.inode != self.inode:
+            out.append(f"inode {self.inode} then, {now.inode} now (the file was replaced)")
+        if now.size != self.size:
+            out.append(f"size {self.size} then, {now.size} now")
+        if now.mtime_ns != self.mtime_ns:
+            out.append(f"mtime_ns {self.mtime_ns} then, {now.mtime_ns} now (the file was written)")
+        return out
 
 
 def _exit_problem(result: Result, wanted: str) -> str:

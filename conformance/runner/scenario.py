@@ -185,6 +185,7 @@ def load_scenario(path: Path) -> Scenario:
     )
     _check_paths(scenario)
     _check_captures(scenario)
+    _check_snapshots(scenario)
     return scenario
 
 
@@ -325,6 +326,25 @@ def _check_captures(scenario: Scenario) -> None:
         defined |= captured_names([expect.get(k) for k in ("json", "stdout", "stderr", "exit", "frames")])
         for check in step.data.get("files", []) if step.kind == "files" else []:
             defined |= captured_names([check.get(k) for k in ("count", "json", "text")])
+
+
+def _check_snapshots(scenario: Scenario) -> None:
+    """`unchanged: NAME` must name a `snapshot: NAME` taken by an earlier step."""
+    taken: set[str] = set()
+    for step in flat_steps(scenario.steps):
+        if step.kind != "files":
+            continue
+        for i, check in enumerate(step.data["files"]):
+            name = check.get("unchanged")
+            if name is not None and name not in taken:
+                known = ", ".join(sorted(taken)) or "none"
+                raise ScenarioError(
+                    f"{step.where}.files[{i}]: unchanged: {name!r} names no snapshot taken earlier "
+                    f"(taken so far: {known}); take it first with {{path: ..., snapshot: {name}}}"
+                )
+        for check in step.data["files"]:
+            if "snapshot" in check:
+                taken.add(check["snapshot"])
 
 
 def raw_text(value: Any) -> str:

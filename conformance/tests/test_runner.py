@@ -1,6 +1,7 @@
 """The runner plugin end to end: pytester runs `pytest conformance` against small fakes."""
 
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -282,6 +283,21 @@ def test_files_step_failure_lists_the_repo(suite):
             "id: x\ntitle: t\nrequirements: [AB-001]\nfeatures: [core]\nsteps: [{write: {../out: x}}]\n",
             "must be a relative path",
         ),
+        (
+            "id: x\ntitle: t\nrequirements: [AB-001]\nfeatures: [core]\nfiles: {a: x}\n"
+            "steps: [{files: [{path: a, unchanged: rec}]}, {files: [{path: a, snapshot: rec}]}]\n",
+            "unchanged: 'rec' names no snapshot taken earlier",
+        ),
+        (
+            "id: x\ntitle: t\nrequirements: [AB-001]\nfeatures: [core]\n"
+            "steps: [{files: [{glob: '*', snapshot: rec}]}]\n",
+            "steps[0].files[0]",
+        ),
+        (
+            "id: x\ntitle: t\nrequirements: [AB-001]\nfeatures: [core]\n"
+            "steps: [{files: [{path: a, exists: false, snapshot: rec}]}]\n",
+            "steps[0].files[0].exists",
+        ),
     ],
 )
 def test_broken_scenarios_are_collection_errors(suite, text, message):
@@ -501,3 +517,49 @@ def test_schemas_option_points_at_another_folder(suite):
     result = run(suite, impl, "--schemas", str(other))
     result.assert_outcomes(failed=1)
     assert "no schema for the output of `. workflow waits`" in result.stdout.str()
+def test_unchanged_passes_for_an_untouched_file_and_names_what_differs(suite):
+    scenario(
+        suite,
+        "unchanged.yaml",
+        """\
+        id: unchanged
+        title: A snapshot taken, a file rewritten
+        requirements: [FILE-002]
+        features: [core]
+        files: {record.json: "{\\"a\\": 1}\\n", other.json: "{}"}
+        steps:
+          - files: [{path: record.json, snapshot: rec}, {path: other.json, snapshot: other}]
+          - run: [workflow, run, a, --json]
+          - files: [{path: record.json, unchanged: rec}, {path: other.json, unchanged: other}]
+          - write: {record.json: "{\\"a\\": 22}\\n"}
+          - files: [{path: other.json, unchanged: other}, {path: record.json, unchanged: rec}]
+        """,
+    )
+    result = run(suite, command(GOOD))
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "steps[4] (files): files[1] path 'record.json': changed since snapshot 'rec': bytes differ" in out
+    assert "size 9 then, 10 now" in out
+    assert "files[0]" not in out.split("problems:")[1].split("files in the repo dir")[0]
+
+
+def test_a_same_bytes_rewrite_shows_as_a_new_inode_or_mtime(tmp_path):
+    from swamp_conformance_runner.execute import FileSnapshot
+
+    path = tmp_path / "record.json"
+    path.write_bytes(b'{"a": 1}')
+    then = FileSnapshot.of(path)
+    assert then is not None
+    assert then.differences(FileSnapshot.of(path)) == []
+    swap = tmp_path / ".record.json.swap"
+    swap.write_bytes(b'{"a": 1}')
+    os.utime(swap, ns=(then.mtime_ns, then.mtime_ns))
+    os.replace(swap, path)  # the same bytes and mtime through a swap file: only the inode tells
+    assert [d.split()[0] for d in then.differences(FileSnapshot.of(path))] == ["inode"]
+    now = FileSnapshot.of(path)
+    path.write_bytes(b'{"a": 1}')  # in place: the same inode and bytes, a later mtime
+    os.utime(path, ns=(now.mtime_ns + 1000, now.mtime_ns + 1000))
+    assert [d.split()[0] for d in now.differences(FileSnapshot.of(path))] == ["mtime_ns"]
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    assert FileSnapshot.of(link) is None  # a symlink is not the file the scenario named
