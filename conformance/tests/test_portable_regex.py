@@ -159,3 +159,31 @@ def test_python_and_ecmascript_agree_on_every_pattern_and_text() -> None:
         if bool(compile_portable(pattern).search(text)) != verdicts[j]
     ]
     assert not disagreements, disagreements[:10]
+
+
+def _schema_patterns() -> list[str]:
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "pattern" and isinstance(item, str):
+                    found.append(item)
+                if key == "patternProperties" and isinstance(item, dict):
+                    found.extend(item)
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for path in (SCENARIOS.parent.parent / "spec" / "schemas").glob("*.json"):
+        walk(json.loads(path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_every_schema_pattern_is_portable() -> None:
+    """Both runners validate documents with spec/schemas, so their patterns are in the subset too."""
+    patterns = _schema_patterns()
+    assert patterns
+    for pattern in patterns:
+        translate(pattern)
