@@ -294,7 +294,7 @@ export function capturedNames(expected) {
 function idKey(expected) {
   if (isObject(expected) && !isMatcher(expected) && own(expected, 'id')) {
     const ident = expected.id;
-    if (ident === null || typeof ident === 'string' || typeof ident === 'number') return pyDumps(ident);
+    if (ident === null || ['string', 'number', 'boolean'].includes(typeof ident)) return pyDumps(ident);
   }
   return null;
 }
