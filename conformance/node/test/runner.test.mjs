@@ -179,6 +179,49 @@ describe('the node runner', { concurrency: 4 }, () => {
     includes(out, "changed since snapshot 'before'");
   });
 
+  test('with spec/schemas/index.json every --json output and mapped file is validated', async () => {
+    const dir = path.join(TMP, 'schemas');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.copyFileSync(path.join(CONFORMANCE, '..', 'spec', 'schemas', 'frame.schema.json'), path.join(dir, 'frame.schema.json'));
+    const write = (name, doc) => fs.writeFileSync(path.join(dir, name), JSON.stringify(doc));
+    write('results.schema.json', { $id: 'results.schema.json', $defs: {
+      run: { type: 'object', required: ['id', 'status'], properties: { status: { enum: ['succeeded'] } } },
+      record: { type: 'object', required: ['id'], properties: { startedBy: { type: 'string', pattern: '^[a-z]+$' } } },
+    } });
+    write('errors.schema.json', { $id: 'errors.schema.json', $defs: { errorDocument: { type: 'object', required: ['error'], properties: { error: { $ref: 'frame.schema.json#/$defs/errorBody' } } } } });
+    write('index.json', {
+      frame: 'frame.schema.json',
+      errorDocument: 'errors.schema.json#/$defs/errorDocument',
+      commands: { 'workflow run': 'results.schema.json#/$defs/run', 'workflow history get': 'results.schema.json#/$defs/record' },
+      files: [{ glob: '.swamp/workflow-runs/*/*.json', schema: 'results.schema.json#/$defs/record' }],
+    });
+    const good = {
+      id: 'documents', title: 'd', env: { SWAMP_NOW: 'now' },
+      steps: [
+        { run: ['workflow', 'run', 'hello', '--json'], expect: { json: { id: { $capture: 'runId' } } } },
+        { run: ['workflow', 'history', 'get', '${runId}', '--json'] },
+        { run: ['workflow', 'history', 'get', 'nope', '--json'], expect: { exit: 3 } },
+        { files: [{ glob: '.swamp/workflow-runs/**/*.json', count: 1 }] },
+      ],
+    };
+    const passed = await run(GOOD, [good], '--schemas', dir);
+    assert.equal(passed.code, 0, passed.out);
+    const dir2 = path.join(TMP, 'schemas2');
+    fs.cpSync(dir, dir2, { recursive: true });
+    const index = JSON.parse(fs.readFileSync(path.join(dir, 'index.json'), 'utf8'));
+    delete index.commands['workflow run'];
+    fs.writeFileSync(path.join(dir2, 'index.json'), JSON.stringify(index));
+    const unmapped = await run(GOOD, [{ ...good, id: 'unmapped', steps: [{ run: ['workflow', 'run', 'hello', '--json'] }] }], '--schemas', dir2);
+    assert.equal(unmapped.code, 1, unmapped.out);
+    includes(unmapped.out, 'schema: no schema for the output of `workflow run hello`');
+    const badRecord = { ...good, id: 'bad-record', steps: [good.steps[0], { write: { '.swamp/workflow-runs/hello/run_0001.json': { id: 'x', startedBy: 'Bad Name' } } }, good.steps[3]] };
+    const badOutput = { ...good, id: 'bad-output', steps: [{ run: ['workflow', 'run', 'hello', '--json'], user: 'Alice' }, { run: ['workflow', 'history', 'get', 'run_0001', '--json'] }] };
+    const failed = await run(GOOD, [badRecord, badOutput], '--schemas', dir);
+    assert.equal(failed.code, 1, failed.out);
+    includes(failed.out, "files[0] .swamp/workflow-runs/hello/run_0001.json: does not match spec/schemas/results.schema.json#/$defs/record: 'Bad Name' does not match '^[a-z]+$', at /startedBy");
+    includes(failed.out, 'steps[1] (run): schema: the output of `workflow history get` does not match spec/schemas/results.schema.json#/$defs/record');
+  });
+
   test('broken scenarios stop the run with exit 2, naming the file and the problem', async () => {
     const cases = [
       [{ id: 'x', title: 't', requirements: ['A-001'], steps: [{ run: ['a'] }] }, "'A-001' does not match"],
