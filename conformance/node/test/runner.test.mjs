@@ -341,3 +341,28 @@ describe('sessions', { concurrency: 4 }, () => {
     assert.ok(seconds < 30);
   });
 });
+
+describe('scripts/compare-runners', () => {
+  test('agrees on equal outcomes and lists every difference id by id', async () => {
+    const script = path.join(CONFORMANCE, '..', 'scripts', 'compare-runners');
+    const file = (name, scenarios) => {
+      const p = path.join(TMP, name);
+      fs.writeFileSync(p, JSON.stringify({ impl: 'x', features: ['core'], scenarios, featureTable: {} }));
+      return p;
+    };
+    const s = (outcome) => ({ outcome, features: ['core'] });
+    const compare = (a, b) => new Promise((resolve) => {
+      execFile(PY, [script, '--pytest-results', a, '--node-results', b], (error, stdout) => resolve({ code: error ? error.code : 0, report: JSON.parse(stdout) }));
+    });
+    const a = file('a.json', { one: s('passed'), two: s('failed'), three: s('skipped') });
+    const same = await compare(a, file('b.json', { three: s('skipped'), one: s('passed'), two: s('failed') }));
+    assert.deepEqual(same, { code: 0, report: { agree: true, scenarios: 3, differences: [] } });
+    const other = await compare(a, file('c.json', { one: s('failed'), two: s('failed'), four: s('passed') }));
+    assert.equal(other.code, 1);
+    assert.deepEqual(other.report, { agree: false, scenarios: 4, differences: [
+      { id: 'four', pytest: 'absent', node: 'passed' },
+      { id: 'one', pytest: 'passed', node: 'failed' },
+      { id: 'three', pytest: 'skipped', node: 'absent' },
+    ] });
+  });
+});
