@@ -384,7 +384,7 @@ export class Session {
 
 function connect(address) {
   return new Promise((resolve, reject) => {
-    const sock = net.createConnection({ path: address });
+    const sock = net.createConnection({ path: address, allowHalfOpen: true });
     sock.once('connect', () => {
       sock.removeAllListeners('error');
       resolve(sock);
