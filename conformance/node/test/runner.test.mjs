@@ -162,23 +162,6 @@ describe('the node runner', { concurrency: 4 }, () => {
     includes(out, 'files in the repo dir:\n  | .swamp.yaml');
   });
 
-  test('snapshot and unchanged see a rewrite with the same bytes', async () => {
-    const steps = (rewrite) => [
-      { files: [{ path: 'a.txt', snapshot: 'before' }] },
-      ...(rewrite ? [{ write: { 'a.txt': 'same\n' } }] : []),
-      { files: [{ path: 'a.txt', unchanged: 'before' }] },
-    ];
-    const scenarios = [
-      { id: 'kept', title: 'k', init: false, files: { 'a.txt': 'same\n' }, steps: steps(false) },
-      { id: 'rewritten', title: 'r', init: false, files: { 'a.txt': 'same\n' }, steps: steps(true) },
-    ];
-    const schema = JSON.parse(fs.readFileSync(path.join(CONFORMANCE, 'scenario.schema.json'), 'utf8'));
-    if (!('snapshot' in schema.$defs.filesStep.properties.files.items.properties)) return; // the schema has no snapshot yet
-    const { out } = await run(GOOD, scenarios);
-    includes(out, 'ok   kept');
-    includes(out, "changed since snapshot 'before'");
-  });
-
   test('with spec/schemas/index.json every --json output and mapped file is validated', async () => {
     const dir = path.join(TMP, 'schemas');
     fs.mkdirSync(dir, { recursive: true });

@@ -160,3 +160,44 @@ test('matching, captures and the frame order rules', () => {
   assert.deepEqual(assignFrames([{ id: 'a', n: 2 }, { id: 'a', n: 1 }], frames, {})[0].length, 1);
   assert.deepEqual(assignFrames([{ id: 'b' }, { id: 'a', n: 1 }, { id: 'a', n: 2 }], frames, {}, { only: true })[0], []);
 });
+
+test('snapshot and unchanged: bytes, inode, size and mtime must all stay', async () => {
+  const { ScenarioRun } = await import('../execute.mjs');
+  const { Step } = await import('../scenario.mjs');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snapshot-'));
+  const documents = new Documents(SCHEMAS, {});
+  const check = async (change) => {
+    const work = fs.mkdtempSync(path.join(dir, 'w-'));
+    const scenario = {
+      id: 's', init: false, env: {}, files: { 'a.txt': 'same\n' },
+      steps: [
+        new Step(0, 'files', { files: [{ path: 'a.txt', snapshot: 'before' }] }),
+        new Step(1, 'files', { files: [{ path: 'a.txt', unchanged: 'before' }] }),
+      ],
+    };
+    const run = new ScenarioRun(scenario, ['true'], work, documents, 's.yaml');
+    const original = run.step.bind(run);
+    run.step = async (step) => {
+      if (step.index === 1) change(path.join(work, 'repo', 'a.txt'));
+      return original(step);
+    };
+    try {
+      await run.run();
+      return null;
+    } catch (err) {
+      return err.message.split('\n')[0];
+    }
+  };
+  assert.equal(await check(() => {}), null);
+  const later = new Date(Date.now() + 5000);
+  assert.match(await check((f) => fs.utimesSync(f, later, later)), /changed since snapshot 'before': mtime_ns /);
+  assert.match(await check((f) => fs.writeFileSync(f, 'diff\n')), /changed since snapshot 'before': bytes .*mtime_ns/);
+  assert.match(await check((f) => {
+    fs.writeFileSync(f + '.new', 'same\n');
+    const st = fs.statSync(f);
+    fs.utimesSync(f + '.new', st.atime, st.mtime);
+    fs.renameSync(f + '.new', f);
+  }), /changed since snapshot 'before': inode /);
+  assert.match(await check((f) => fs.rmSync(f)), /path 'a.txt': expected it to exist/);
+  fs.rmSync(dir, { recursive: true });
+});
