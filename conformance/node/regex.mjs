@@ -1,7 +1,7 @@
 // The portable regular-expression subset of `$regex` and schema `pattern`s (conformance/FORMAT.md):
-// a pattern is parsed, refused when it leaves the subset (a broken scenario), and translated to an
-// ECMAScript RegExp with the subset's meaning (`\s` is ASCII whitespace; escaped punctuation that
-// the `u` flag rejects becomes the plain character). Search is unanchored; `$` is the end of text.
+// a pattern is parsed, refused when it leaves the subset (a broken scenario), and compiled as
+// `new RegExp(p, "u")`, whose meaning the subset takes: `$` is the end of the text, `.` stops at
+// line terminators, `\s` is ECMAScript white space. Search is unanchored.
 //
 // `python: true` (the runner's --python-regex) is a transitional mode for scenarios written before
 // the subset: leading inline flags (?ims), lookaround, \A and \Z are accepted and given Python's
@@ -76,7 +76,10 @@ class Parser {
       this.i += 1;
     } else if (c === '{') {
       const m = /^\{(\d+)(,(\d*))?\}/.exec(this.chars.slice(this.i, this.i + 30).join(''));
-      if (!m) return '';
+      if (!m) {
+        if (this.python) return '';
+        this.fail('a `{` that is not a quantifier {n}, {n,} or {n,m} (escape it)');
+      }
       if (m[3] !== undefined && m[3] !== '' && Number(m[3]) < Number(m[1])) this.fail('a {n,m} with m < n');
       q = m[0];
       this.i += m[0].length;
@@ -88,7 +91,7 @@ class Parser {
       this.i += 1;
     }
     const n = this.peek();
-    if (n === '*' || n === '+' || n === '?' || (n === '{' && /^\{\d+(,\d*)?\}/.test(this.chars.slice(this.i, this.i + 30).join('')))) {
+    if (n === '*' || n === '+' || n === '?' || (n === '{' && (!this.python || /^\{\d+(,\d*)?\}/.test(this.chars.slice(this.i, this.i + 30).join(''))))) {
       this.fail('a repeated quantifier (possessive or nested quantifiers are not portable)');
     }
     return q;
@@ -103,8 +106,12 @@ class Parser {
     if (c === '.') return [this.python && !this.flags.includes('s') ? '[^\\n]' : '.', true];
     if (c === '^') return ['^', false];
     if (c === '$') return [this.python && !this.flags.includes('m') ? '(?=\\n?(?![\\s\\S]))' : '$', false];
-    if (c === '*' || c === '+' || c === '?') this.fail('nothing to repeat');
-    if (c === ']' || c === '}' || c === '{' || c === '/') return ['\\' + c, true];
+    if ('*+?'.includes(c)) this.fail(`a lone \`${c}\` (escape it)`);
+    if ('{}]'.includes(c)) {
+      if (!this.python) this.fail(`a lone \`${c}\` (escape it)`);
+      return ['\\' + c, true];
+    }
+    if (c === '/') return ['\\/', true];
     return [c, true];
   }
 
@@ -139,14 +146,13 @@ class Parser {
     const c = this.peek(1);
     if (c === undefined) this.fail('a trailing backslash');
     this.i += 2;
-    if (c === 's') return [`[${ASCII_SPACE}]`, true];
-    if (c === 'S') return [`[^${ASCII_SPACE}]`, true];
+    if (c === 's' || c === 'S') return [this.python ? (c === 's' ? `[${ASCII_SPACE}]` : `[^${ASCII_SPACE}]`) : '\\' + c, true];
     if (c in CLASS_ESCAPES) return [CLASS_ESCAPES[c], true];
     if (c === 'b' || c === 'B') return ['\\' + c, false];
     if (this.python && c === 'A') return ['(?<![\\s\\S])', false];
     if (this.python && c === 'Z') return ['(?![\\s\\S])', false];
-    if (c === '\\') return ['\\\\', true];
-    if (isPunct(c)) return [SYNTAX.has(c) ? '\\' + c : c, true];
+    if (SYNTAX.has(c)) return ['\\' + c, true];
+    if (this.python && isPunct(c)) return [c, true];
     this.i -= 2;
     return this.fail(`the escape \\${c} is not portable`);
   }
@@ -167,7 +173,8 @@ class Parser {
         this.i += 1;
         break;
       }
-      if (c === '[' && this.peek(1) === ':') this.fail('POSIX classes [:...:] are not portable');
+      if (c === '[' && !this.python) this.fail('an unescaped `[` inside a class');
+      if (c === '\\' && this.peek(1) === 'S' && out.startsWith('[^')) this.fail('`\\S` inside a negated class');
       const [first, single] = this.classAtom();
       if (this.peek() === '-' && this.peek(1) !== ']' && this.peek(1) !== undefined) {
         this.i += 1;
@@ -189,19 +196,20 @@ class Parser {
     const c = this.peek();
     if (c !== '\\') {
       this.i += 1;
-      if (c === '[' || c === '/') return ['\\' + c, c];
+      if (c === '/' || c === '[') return ['\\' + c, c];
       return [c, c];
     }
     const e = this.peek(1);
     if (e === undefined) this.fail('a trailing backslash');
     this.i += 2;
-    if (e === 's') return [ASCII_SPACE, null];
+    if (e === 'b') this.fail('`\\b` inside a class');
+    if (e === 's') return [this.python ? ASCII_SPACE : '\\s', null];
     if (e === 'S') return ['\\S', null];
     if (e === 'd' || e === 'D' || e === 'w' || e === 'W') return ['\\' + e, null];
     const simple = { n: '\n', t: '\t', r: '\r', f: '\f', v: '\v' };
     if (e in simple) return ['\\' + e, simple[e]];
-    if (e === '\\') return ['\\\\', '\\'];
-    if (isPunct(e)) return [SYNTAX.has(e) || e === '-' ? '\\' + e : e, e];
+    if (SYNTAX.has(e) || e === '-') return ['\\' + e, e];
+    if (this.python && isPunct(e)) return [e, e];
     this.i -= 2;
     return this.fail(`the escape \\${e} is not portable in a class`);
   }
