@@ -30,6 +30,7 @@ export class ScenarioRun {
     this.displayPath = displayPath;
     this.captures = { account: osAccount() };
     this.snapshots = new Map();
+    this.written = new Map(); // what the scenario itself wrote, by relative path
   }
 
   async run() {
@@ -106,8 +107,51 @@ export class ScenarioRun {
     for (const stream of ['stdout', 'stderr']) {
       if (stream in expect) problems.push(...textProblems(stream, expect[stream], result[stream], this.captures));
     }
-    problems.push(...this.documents.commandProblems(args.map(arg), result.returncode, result.stdout));
-    if (problems.length) this.fail(step.label, problems, result);
+    if (step.data.expect && 'frames' in step.data.expect) { // a command's own --jsonl mode: stdout is frames
+      const [frames, frameProblems] = this.parseFrames(result.stdout);
+      problems.push(...frameProblems);
+      problems.push(...matchFrames(expect.frames, frames, this.captures, expect.only ?? false));
+    } else {
+      problems.push(...this.outputProblems(args.map(arg), result, 'json' in expect));
+    }
+    for (const stream of ['stdout', 'stderr']) {
+      if (stream in expect) problems.push(...textProblems(stream, expect[stream], result[stream], this.captures));
+    }
+    if (problems.length) this.fail(step.label, problems, result, { frames: 'frames' in expect });
+  }
+
+  /** A --json command's document against its schema: the error document when it refused (any exit
+   * code but 0, and 1 only with an `error`), else its command's entry of the index; a command with
+   * --jsonl writes frames. */
+  outputProblems(args, result, reported) {
+    if (!result.stdout.trim() || result.returncode === null) return [];
+    if (args.includes('--jsonl')) return result.returncode === 0 ? this.parseFrames(result.stdout)[1] : [];
+    const docs = this.documents;
+    if (!args.includes('--json') || docs.errorDocument === null) return [];
+    let document;
+    try {
+      document = JSON.parse(result.stdout);
+    } catch (err) {
+      return reported ? [] : [`stdout of a --json command is not one JSON document (${err.message})`];
+    }
+    const isObj = document !== null && typeof document === 'object' && !Array.isArray(document);
+    const refused = result.returncode !== 0 && (result.returncode !== 1 || (isObj && 'error' in document));
+    let ref;
+    let what;
+    if (refused) {
+      ref = docs.errorDocument;
+      what = 'the error document';
+    } else {
+      const key = docs.commandKey(args);
+      if (key === null) {
+        const words = args.filter((a) => !a.startsWith('-')).join(' ');
+        return [`no schema for the output of \`${words}\`: index.json has no \`commands\` entry for it`];
+      }
+      ref = docs.commands[key];
+      what = `the --json document of \`${key}\``;
+    }
+    const problem = docs.problem(document, ref);
+    return problem === null ? [] : [`${what} does not match ${ref}: ${problem}`];
   }
 
   async step_jsonl(step) {
@@ -209,8 +253,8 @@ export class ScenarioRun {
         problems.push(`stdout line ${n + 1} is not a JSON frame (${err.message}): ${short(line)}`);
         return;
       }
-      const problem = this.documents.frameProblem(frame);
-      if (problem) problems.push(this.documents.frameReport(frames.length, frame, problem));
+      const problem = this.documents.frameReport(frames.length, frame);
+      if (problem) problems.push(problem);
       frames.push(frame);
     });
     return [frames, problems];
@@ -249,8 +293,34 @@ export class ScenarioRun {
         }
       }
     }
-    for (const rel of found) problems.push(...this.checkContent(`${where} ${rel}`, rel, check));
+    for (const rel of found) {
+      problems.push(...this.checkContent(`${where} ${rel}`, rel, check));
+      problems.push(...this.fileSchemaProblems(`${where} ${rel}`, rel));
+    }
     return problems;
+  }
+
+  /** A file the implementation wrote, against the schema the index gives its path (a file still
+   * holding exactly what the scenario wrote there is the scenario's, not checked). */
+  fileSchemaProblems(label, rel) {
+    const ref = this.documents.fileSchema(rel);
+    const full = path.join(this.repo, rel);
+    let data;
+    try {
+      if (ref === null || !fs.statSync(full).isFile()) return [];
+      data = fs.readFileSync(full);
+    } catch (err) {
+      return ref === null ? [] : [`${label}: cannot read it (${err.message})`];
+    }
+    if (this.written.has(rel) && this.written.get(rel).equals(data)) return [];
+    let document;
+    try {
+      document = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(data));
+    } catch (err) {
+      return [`${label}: not a JSON document (${err.message}), and ${ref} applies to it`];
+    }
+    const problem = this.documents.problem(document, ref);
+    return problem === null ? [] : [`${label}: does not match ${ref}: ${problem}`];
   }
 
   checkContent(label, rel, check) {
@@ -261,9 +331,7 @@ export class ScenarioRun {
       const wanted = parseInt(check.mode, 8);
       if (mode !== wanted) problems.push(`${label}: expected mode ${oct(wanted)}, got ${oct(mode)}`);
     }
-    const schema = this.documents.fileSchema(rel);
-    if (!('json' in check) && !('text' in check) && schema === null) return problems;
-    if (!('json' in check) && !('text' in check) && fs.statSync(full).isDirectory()) return problems;
+    if (!('json' in check) && !('text' in check)) return problems;
     let text;
     try {
       text = new TextDecoder('utf-8', { fatal: true }).decode(fs.readFileSync(full)).replace(/\r\n?/g, '\n');
@@ -271,18 +339,14 @@ export class ScenarioRun {
       return [...problems, `${label}: cannot read it as UTF-8 text (${err.message})`];
     }
     if ('text' in check) problems.push(...textProblems(`${label} text`, check.text, text, this.captures));
-    if ('json' in check || schema !== null) {
+    if ('json' in check) {
       let document;
       try {
         document = JSON.parse(text);
       } catch (err) {
         return [...problems, `${label}: not a JSON document (${err.message})`];
       }
-      if (schema !== null) {
-        const problem = this.documents.errorText(schema, document);
-        if (problem) problems.push(`${label}: does not match spec/schemas/${schema}: ${problem}`);
-      }
-      if ('json' in check) problems.push(...match(check.json, document, this.captures).map((m) => `${label} json ${m}`));
+      problems.push(...match(check.json, document, this.captures).map((m) => `${label} json ${m}`));
     }
     return problems;
   }
@@ -290,6 +354,8 @@ export class ScenarioRun {
   write(files, where) {
     for (const [rel, content] of Object.entries(files)) {
       const full = repoPath(this.repo, rel, where);
+      const name = path.relative(this.repo, full).split(path.sep).join('/');
+      this.written.delete(name);
       if (content === null) {
         fs.rmSync(full, { recursive: true, force: true });
         continue;
@@ -297,6 +363,7 @@ export class ScenarioRun {
       const text = typeof content === 'string' ? content : JSON.stringify(content, null, 2) + '\n';
       fs.mkdirSync(path.dirname(full), { recursive: true });
       fs.writeFileSync(full, Buffer.from(text, 'utf8'));
+      this.written.set(name, Buffer.from(text, 'utf8'));
     }
   }
 

@@ -2,7 +2,7 @@
 // (contracts: $ref $defs type properties required additionalProperties items prefixItems enum const
 // oneOf anyOf allOf not if/then/else pattern minLength maxLength minimum maximum exclusiveMinimum
 // minItems maxItems uniqueItems patternProperties propertyNames, plus contains, minProperties,
-// maxProperties, exclusiveMaximum for scenario.schema.json). A keyword outside that list is a
+// maxProperties, exclusiveMaximum, dependentRequired for scenario.schema.json). A keyword outside that list is a
 // SchemaError, so a schema that needs more is noticed instead of half-checked. `$ref` resolves
 // within a document (`#/json/pointer`) and across the files of one directory by file name or `$id`.
 
@@ -15,7 +15,7 @@ import { jsonEqual, jsonType } from './values.mjs';
 export class SchemaError extends Error {}
 
 const ANNOTATIONS = new Set(['title', 'description', '$schema', '$id', '$comment', 'examples', 'default', '$defs', 'format', 'deprecated', 'readOnly', 'writeOnly']);
-const KEYWORDS = new Set(['$ref', 'type', 'properties', 'required', 'additionalProperties', 'items', 'prefixItems', 'enum', 'const', 'oneOf', 'anyOf', 'allOf', 'not', 'if', 'then', 'else', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minItems', 'maxItems', 'uniqueItems', 'patternProperties', 'propertyNames', 'contains', 'minProperties', 'maxProperties']);
+const KEYWORDS = new Set(['$ref', 'type', 'properties', 'required', 'additionalProperties', 'items', 'prefixItems', 'enum', 'const', 'oneOf', 'anyOf', 'allOf', 'not', 'if', 'then', 'else', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minItems', 'maxItems', 'uniqueItems', 'patternProperties', 'propertyNames', 'contains', 'minProperties', 'maxProperties', 'dependentRequired']);
 
 /** Schemas by file name and by `$id`; `load(dir)` reads every *.json of a directory. */
 export class Registry {
@@ -166,6 +166,12 @@ export class Registry {
         add(schema.minProperties === 1 ? `${short(value)} should be non-empty` : `${short(value)} does not have enough properties`, 'minProperties');
       }
       if ('maxProperties' in schema && keys.length > schema.maxProperties) add(`${short(value)} has too many properties`, 'maxProperties');
+      for (const [name, needs] of Object.entries(schema.dependentRequired ?? {})) {
+        if (!Object.prototype.hasOwnProperty.call(value, name)) continue;
+        for (const other of needs) {
+          if (!Object.prototype.hasOwnProperty.call(value, other)) add(`${pyRepr(other)} is a dependency of ${pyRepr(name)}`, 'dependentRequired');
+        }
+      }
       const props = schema.properties ?? {};
       const patterns = Object.entries(schema.patternProperties ?? {}).map(([p, s]) => {
         try {

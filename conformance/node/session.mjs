@@ -71,8 +71,8 @@ class Channel {
       this.problems.push(`${this.name}: line ${this.lines.length} is not a JSON frame (${err.message}): ${short(line)}`);
       return;
     }
-    const problem = this.documents.frameProblem(frame);
-    if (problem) this.problems.push(this.documents.frameReport(this.frames.length, frame, problem, `${this.name}: `));
+    const problem = this.documents.frameReport(this.frames.length, frame);
+    if (problem) this.problems.push(`${this.name}: ${problem}`);
     this.frames.push(frame);
   }
 

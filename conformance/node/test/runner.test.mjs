@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -18,6 +18,7 @@ const GOOD = `${PY} ${path.join(TESTS, 'good_impl.py')}`;
 const SERVER = `${PY} ${path.join(TESTS, 'serve_impl.py')}`;
 const TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'node-runner-test-'));
 let counter = 0;
+after(() => fs.rmSync(TMP, { recursive: true, force: true }));
 
 /** The _selftest scenarios of the real export. */
 function selftests() {
@@ -136,10 +137,10 @@ describe('the node runner', { concurrency: 4 }, () => {
     ].join('\n'));
     const { code, out } = await run(`${PY} ${impl}`, [{ id: 'frames', title: 'f', init: false, steps: [{ jsonl: [{ type: 'workflow.list', id: 'r1' }] }] }]);
     assert.equal(code, 1);
-    includes(out, 'frame #0 does not match spec/schemas/frame.schema.json: Additional properties');
-    includes(out, 'checked as $defs/done');
-    includes(out, "frame #1 does not match spec/schemas/frame.schema.json: 'Bad-Code' does not match");
-    includes(out, 'at /error/code');
+    includes(out, 'frame #0 does not match frame.schema.json: Additional properties');
+    includes(out, 'checked as frame.schema.json#/$defs/done');
+    includes(out, "frame #1 does not match frame.schema.json: 'Bad-Code'");
+    includes(out, '(at /error/code, checked as ');
     includes(out, 'stdout line 3 is not a JSON frame');
     includes(out, '  !! not json');
   });
@@ -196,13 +197,15 @@ describe('the node runner', { concurrency: 4 }, () => {
     fs.writeFileSync(path.join(dir2, 'index.json'), JSON.stringify(index));
     const unmapped = await run(GOOD, [{ ...good, id: 'unmapped', steps: [{ run: ['workflow', 'run', 'hello', '--json'] }] }], '--schemas', dir2);
     assert.equal(unmapped.code, 1, unmapped.out);
-    includes(unmapped.out, 'schema: no schema for the output of `workflow run hello`');
-    const badRecord = { ...good, id: 'bad-record', steps: [good.steps[0], { write: { '.swamp/workflow-runs/hello/run_0001.json': { id: 'x', startedBy: 'Bad Name' } } }, good.steps[3]] };
+    includes(unmapped.out, 'no schema for the output of `workflow run hello`: index.json has no `commands` entry for it');
+    const badRecord = { ...good, id: 'bad-record', steps: [{ ...good.steps[0], user: 'Bad Name' }, good.steps[3]] };
+    const ownRecord = { ...good, id: 'own-record', steps: [good.steps[0], { write: { '.swamp/workflow-runs/hello/run_0001.json': { id: 'x', startedBy: 'Bad Name' } } }, good.steps[3]] };
     const badOutput = { ...good, id: 'bad-output', steps: [{ run: ['workflow', 'run', 'hello', '--json'], user: 'Alice' }, { run: ['workflow', 'history', 'get', 'run_0001', '--json'] }] };
-    const failed = await run(GOOD, [badRecord, badOutput], '--schemas', dir);
+    const failed = await run(GOOD, [badRecord, badOutput, ownRecord], '--schemas', dir);
     assert.equal(failed.code, 1, failed.out);
-    includes(failed.out, "files[0] .swamp/workflow-runs/hello/run_0001.json: does not match spec/schemas/results.schema.json#/$defs/record: 'Bad Name' does not match '^[a-z]+$', at /startedBy");
-    includes(failed.out, 'steps[1] (run): schema: the output of `workflow history get` does not match spec/schemas/results.schema.json#/$defs/record');
+    includes(failed.out, 'ok   own-record'); // a file holding what the scenario wrote is not checked
+    includes(failed.out, "files[0] .swamp/workflow-runs/hello/run_0001.json: does not match results.schema.json#/$defs/record: 'Bad Name' does not match '^[a-z]+$' (at /startedBy)");
+    includes(failed.out, "steps[1] (run): the --json document of `workflow history get` does not match results.schema.json#/$defs/record: 'Alice' does not match '^[a-z]+$' (at /startedBy)");
   });
 
   test('broken scenarios stop the run with exit 2, naming the file and the problem', async () => {
