@@ -21,9 +21,10 @@ const request = registry.validator('frame.schema.json#/$defs/request');
 
 test('valid frames pass frame.schema.json', () => {
   for (const f of [
-    { type: 'event', id: 'r1', event: { kind: 'step.started', step: 'build' } },
-    { type: 'workflow.signal', id: 'r1', payload: { data: { status: 'accepted' } } },
-    { type: 'error', id: 'r1', error: { code: 'payload_invalid', message: 'm', details: { errors: [] } } },
+    { type: 'event', id: 'r1', event: { event: 'step_started', at: '2026-01-01T00:00:00.000Z', job: 'main', step: 'build', task: 'model_method' } },
+    { type: 'workflow.create', id: 'r1', payload: { data: { name: 'hello', path: 'workflows/x' } } },
+    { type: 'workflow.waits', id: 'r2', payload: { data: { waits: [] } } },
+    { type: 'error', id: 'r1', error: { code: 'payload_invalid', message: 'm', details: { errors: [{ pointer: '/a', message: 'm' }] } } },
     { type: 'error', id: null, error: { code: 'invalid_request', message: 'Line 1 is not JSON.' } },
     { type: 'done', id: 'r1' },
     { type: 'done', id: null },
