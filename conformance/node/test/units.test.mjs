@@ -49,7 +49,7 @@ test('invalid frames fail frame.schema.json', () => {
     { type: 'error', id: 'r1', error: { code: 'wait_not_found', message: 'two\nlines' } },
     { type: 'error', id: 'r1', error: { code: 'wait_not_found', message: 'm', details: null } },
   ]) assert.notDeepEqual(frame(f), [], JSON.stringify(f));
-  assert.deepEqual(request({ type: 'workflow.history.get', id: 'r1' }), []);
+  assert.deepEqual(request({ type: 'workflow.list', id: 'r1' }), []);
   assert.notDeepEqual(request({ type: 'done', id: 'r1' }), []);
   assert.notDeepEqual(frame({ type: 'workflow.signal', id: 'r1', payload: { wait: 'w' } }), []);
 });
