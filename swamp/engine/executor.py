@@ -235,40 +235,36 @@ class WorkflowExecutor:
             try:
                 expansions = foreach.expand(step, self.services.expressions, self._scope(job_run))
             except ExpressionError as exc:
-                with self.lock:
-                    template_run.fail(
-                        self.services.clock.now(), f"forEach.in of step '{step.name}': {exc.message}"
-                    )
-                self._emit(
-                    "step_failed",
-                    job=job.name,
-                    step=step.name,
-                    error=template_run.error,
-                    allowedFailure=False,
-                )
+                message = f"forEach.in of step '{step.name}': {exc.message}"
+                self._fail_template(job.name, template_run, message)
                 ok = False
                 continue
             others = {s.name for s in job.steps if s.name != step.name}
             clashes = sorted(e.name for e in expansions if e.name in others)
             if clashes:
-                with self.lock:
-                    template_run.fail(
-                        self.services.clock.now(),
-                        f"forEach of step '{step.name}' expands to {', '.join(clashes)}, "
-                        "which another step of the job is already called; rename one of them",
-                    )
-                self._emit(
-                    "step_failed",
-                    job=job.name,
-                    step=step.name,
-                    error=template_run.error,
-                    allowedFailure=False,
+                self._fail_template(
+                    job.name,
+                    template_run,
+                    f"forEach of step '{step.name}' expands to {', '.join(clashes)}, "
+                    "which another step of the job is already called; rename one of them",
                 )
                 ok = False
                 continue
             with self.lock:
                 job_run.replace_template(step.name, expansions)
         return ok
+
+    def _fail_template(self, job_name: str, template_run: StepRun, message: str) -> None:
+        """A forEach step that cannot expand fails as itself (it never ran, so it cannot be allowed to)."""
+        with self.lock:
+            template_run.fail(self.services.clock.now(), message)
+        self._emit(
+            "step_failed",
+            job=job_name,
+            step=template_run.name,
+            error=template_run.error,
+            allowedFailure=False,
+        )
 
     def _level_cap(self, job: Job, level: list[StepRun]) -> int | None:
         step_caps = [
