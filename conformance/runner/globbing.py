@@ -51,6 +51,11 @@ def _matches(segments: list[str], parts: list[str]) -> bool:
     return bool(parts) and bool(_segment(head).fullmatch(parts[0])) and _matches(rest, parts[1:])
 
 
+def matches(pattern: str, rel_path: str) -> bool:
+    """Whether the relative POSIX path ``rel_path`` matches the glob ``pattern``."""
+    return _matches([s for s in pattern.split("/") if s != ""], rel_path.split("/"))
+
+
 def glob(root: Path, pattern: str) -> list[Path]:
     """Every path under ``root`` (not ``root`` itself) whose relative POSIX path matches ``pattern``."""
     segments = [s for s in pattern.split("/") if s != ""]

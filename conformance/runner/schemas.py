@@ -12,7 +12,6 @@ are validated.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ from typing import Any
 import jsonschema
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
+
+from .globbing import matches
 
 INDEX = "index.json"
 FRAME_KINDS = ("event", "error", "done")  # any other frame type is a result
@@ -35,7 +36,7 @@ class Schemas:
     frame: str  # the reference of the frame schema, e.g. "frame.schema.json"
     error_document: str | None = None
     commands: dict[str, str] = field(default_factory=dict)
-    files: list[tuple[re.Pattern[str], str, str]] = field(default_factory=list)  # (glob re, glob, ref)
+    files: list[tuple[str, str]] = field(default_factory=list)  # (glob, ref)
     _validators: dict[str, jsonschema.Draft202012Validator] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ loading
@@ -61,11 +62,11 @@ class Schemas:
             schemas.error_document = index.get("errorDocument")
             schemas.commands = dict(index.get("commands", {}))
             for entry in index.get("files", []):
-                schemas.files.append((glob_regex(entry["glob"]), entry["glob"], entry["schema"]))
+                schemas.files.append((entry["glob"], entry["schema"]))
             for ref in [schemas.frame, schemas.error_document, *schemas.commands.values()]:
                 if ref is not None:
                     schemas.validator(ref)  # a reference to nothing is a setup error, found now
-            for _, _, ref in schemas.files:
+            for _, ref in schemas.files:
                 schemas.validator(ref)
         else:
             schemas.validator(schemas.frame)
@@ -104,8 +105,8 @@ class Schemas:
         return None
 
     def file_schema(self, rel_path: str) -> str | None:
-        for regex, _, ref in self.files:
-            if regex.fullmatch(rel_path):
+        for pattern, ref in self.files:
+            if matches(pattern, rel_path):
                 return ref
         return None
 
@@ -178,48 +179,3 @@ def _resource_pairs(name: str, contents: Any) -> list[tuple[str, Resource[Any]]]
     if isinstance(given, str) and given != name:
         pairs.append((given, resource))
     return pairs
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A `files` glob (conformance/FORMAT.md) as a regex over relative POSIX paths: `**` as a whole
-    segment is zero or more segments, `*` any run of characters but `/`, `?` one such character,
-    `[...]` a class; a leading `.` is not special."""
-    out = []
-    segments = pattern.split("/")
-    for i, segment in enumerate(segments):
-        last = i == len(segments) - 1
-        if segment == "**":
-            out.append(".*" if last else "(?:[^/]*/)*")
-            continue
-        j = 0
-        while j < len(segment):
-            c = segment[j]
-            if c == "*":
-                out.append("[^/]*")
-            elif c == "?":
-                out.append("[^/]")
-            elif c == "[" and _class_end(segment, j) is not None:
-                end = _class_end(segment, j)
-                assert end is not None
-                body = segment[j + 1 : end]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                j = end
-            else:
-                out.append(re.escape(c))
-            j += 1
-        if not last:
-            out.append("/")
-    return re.compile("".join(out))
-
-
-def _class_end(segment: str, start: int) -> int | None:
-    """The index of the `]` closing the class that opens at `start`, or None (a literal `[`)."""
-    j = start + 1
-    if segment[j : j + 1] in ("!", "^"):
-        j += 1
-    if segment[j : j + 1] == "]":
-        j += 1
-    end = segment.find("]", j)
-    return None if end < 0 else end
