@@ -11,6 +11,7 @@ ECMAScript's white space, and `\\d \\w \\b` are ASCII (compile with ``re.ASCII``
 from __future__ import annotations
 
 import re
+from typing import NoReturn
 
 SYNTAX = "^$\\.*+?()[]{}|/"
 CLASS_ESCAPES = {"d": r"\d", "D": r"\D", "w": r"\w", "W": r"\W"}
@@ -42,7 +43,7 @@ class _Parser:
         self.text = text
         self.pos = 0
 
-    def fail(self, what: str) -> None:
+    def fail(self, what: str) -> NoReturn:
         raise PortableRegexError(
             f"{what} at offset {self.pos} of {self.text!r}; $regex allows only the portable subset "
             "of conformance/FORMAT.md (no lookaround, backreferences, named groups, inline flags, \\A \\Z)"
@@ -110,7 +111,6 @@ class _Parser:
             m = re.compile(r"\{(\d+)(,(\d*))?\}").match(self.text, self.pos)
             if not m:
                 self.fail("a `{` that is not a quantifier {n}, {n,} or {n,m} (escape it)")
-                raise AssertionError  # unreachable; fail raises
             if m.group(3) and int(m.group(3)) < int(m.group(1)):
                 self.fail("a quantifier {n,m} with m < n")
             self.pos = m.end()
@@ -144,7 +144,6 @@ class _Parser:
             return re.escape(ch), True
         self.pos -= 2
         self.fail(f"the escape `\\{ch}`")
-        raise AssertionError
 
     def char_class(self) -> str:
         self.pos += 1
@@ -173,7 +172,6 @@ class _Parser:
                 end_text, end_value = self.class_member()
                 if end_value is None:
                     self.fail("a range that ends in a class escape")
-                    raise AssertionError
                 if ord(end_value) < ord(value):
                     self.fail("a range out of order")
                 text += "-" + end_text
