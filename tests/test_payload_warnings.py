@@ -186,6 +186,18 @@ def test_an_expanded_foreach_name_means_its_template(engine):
     assert [w.path for w in payload_warnings(workflow, engine)] == ['steps["review-eu"].outputs.payload.who']
 
 
+def test_a_schema_that_is_no_valid_schema_gives_no_crash(engine):
+    # the `Wait schemas` check fails such a workflow; the warnings must still be computed
+    assert warned(engine, {"type": 5, "allOf": 3, "required": "who"}, f"{P}.who") == [f"{P}.who"]
+    assert warned(engine, {"type": "object", "required": ["a"], "$ref": "#/nowhere"}, f"{P}.a") == []
+    recursive = {
+        "type": "object",
+        "anyOf": [{"$ref": "#"}, {"required": ["a"]}],
+        "properties": {"a": {"$ref": "#"}},
+    }
+    assert warned(engine, recursive, f"{P}.a.a.b") == []  # too complex to tell: nothing said
+
+
 def test_an_unreadable_tree_is_an_expression_error():
     with pytest.raises(ExpressionError):
         tree_of(b"\x0a\x05hello\x12\x03\xff\xff\xff")

@@ -6,7 +6,14 @@ from typing import Any
 
 from ..domain.definition import Workflow
 from ..domain.drift import definition_changes
-from ..domain.errors import ApprovalPending, RunNotSuspended, StepNotFound, WorkflowInvalid, WorkflowNotFound
+from ..domain.errors import (
+    ApprovalPending,
+    RunNotSuspended,
+    StepNotFound,
+    SwampError,
+    WorkflowInvalid,
+    WorkflowNotFound,
+)
 from ..domain.retry import steps_to_reset
 from ..domain.run import WorkflowRun, iso
 from ..engine.executor import WorkflowExecutor
@@ -104,6 +111,8 @@ def file_changes(app: App, run: WorkflowRun, saved: Workflow) -> tuple[list[str]
         return [], None
     except WorkflowInvalid:
         return [f"it does not load now (swamp workflow validate {run.workflowName})"], None
+    except (SwampError, OSError):  # cannot tell (an unreadable file): say nothing, change nothing
+        return [], None
     return definition_changes(_normal(saved), _normal(current)), current
 
 

@@ -228,9 +228,11 @@ def _absence_reasons(schema: Mapping[str, Any] | bool, path: tuple[Selector, ...
         return []
 
 
-def _alternatives(schemas: list[Any], root: Mapping[str, Any]) -> list[Alternative]:
+def _alternatives(schemas: list[Any], root: Mapping[str, Any], depth: int = 0) -> list[Alternative]:
     """The schemas as alternatives (anyOf/oneOf multiplied out, $ref and allOf inlined); an
     alternative that no value can meet (`false`) is dropped."""
+    if depth > 16:
+        raise _TooComplex  # anyOf inside anyOf this deep: a recursive $ref
     out: list[Alternative] = [[]]
     pending = list(schemas)
     resolved = 0
@@ -248,12 +250,13 @@ def _alternatives(schemas: list[Any], root: Mapping[str, Any]) -> list[Alternati
         ref = schema.get("$ref")
         if isinstance(ref, str):
             pending.append(_resolve(ref, root))
-        for part in schema.get("allOf") or []:
-            pending.append(part)
+        parts = schema.get("allOf")
+        if isinstance(parts, list):
+            pending += parts
         for key in ("anyOf", "oneOf"):
             branches = schema.get(key)
             if isinstance(branches, list) and branches:
-                expanded = [_alternatives([branch], root) for branch in branches]
+                expanded = [_alternatives([branch], root, depth + 1) for branch in branches]
                 out = [a + b for a in out for branch in expanded for b in branch]
                 if len(out) > _MAX_ALTERNATIVES:
                     raise _TooComplex
@@ -282,9 +285,12 @@ def _types(alternative: Alternative) -> set[str] | None:
     allowed: set[str] | None = None
     for schema in alternative:
         kind = schema.get("type")
-        if kind is None:
-            continue
-        names = {kind} if isinstance(kind, str) else {k for k in kind if isinstance(k, str)}
+        if isinstance(kind, str):
+            names = {kind}
+        elif isinstance(kind, list):
+            names = {k for k in kind if isinstance(k, str)}
+        else:
+            continue  # none given (or not a valid one: the `Wait schemas` check says so)
         if "number" in names:
             names.add("integer")
         allowed = names if allowed is None else allowed & names
@@ -307,7 +313,7 @@ def _reason(state: list[Alternative], selector: Selector, before: tuple[Selector
             return f"the schema lets {where} be any JSON value"
         if types != {"object"}:
             return f"the schema lets {where} be {' or '.join(sorted(types))}"
-        if not any(selector in (s.get("required") or []) for s in alternative):
+        if not any(isinstance(s.get("required"), list) and selector in s["required"] for s in alternative):
             return f"'{selector}' is not in the required list of {where}"
     return None
 
