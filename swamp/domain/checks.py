@@ -40,8 +40,12 @@ def expression_sites(workflow: Workflow) -> Iterator[tuple[str, str]]:
 
 
 def step_expression_sites(step: Step) -> Iterator[tuple[str, str]]:
-    """(field, source) for every `${{ }}` of one step: `guard`, `forEach.in`, `task.inputs.run`..."""
-    yield from _walk(step.model_dump(mode="json", by_alias=True, exclude_none=True), "")
+    """(field, source) for every `${{ }}` of one step in a field where expressions are evaluated
+    (EXPR-002): `name`, `guard`, `forEach.in`, `task.inputs.run`, `task.prompt`, ...; the step's
+    own `description` is literal text."""
+    data = step.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data.pop("description", None)
+    yield from _walk(data, "")
 
 
 def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
