@@ -10,20 +10,33 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..domain.errors import EXIT_FAILED, InternalError, SwampError
+from .output import print_error, print_json
+
+# The command groups: `swamp workflow` alone (or `swamp model type`) prints that group's help.
+_GROUP_WORDS = frozenset({"workflow", "model", "type", "repo", "wait"})
+
+
+def _shows_help(argv: list[str]) -> bool:
+    """Whether this process will print help: `-h`/`--help`, or no command below the groups."""
+    if os.environ.get("_SWAMP_COMPLETE"):  # shell completion: fast, never help
+        return False
+    return not argv or bool({"-h", "--help"} & set(argv)) or set(argv) <= _GROUP_WORDS
+
+
 # rich-click renders help beautifully but costs ~25 ms of import; commands that only do work (a
 # `signal` in a script's loop) parse with plain click, which rich-click wraps with the same API.
-if not sys.argv[1:] or {"-h", "--help"} & set(sys.argv[1:]):
+if _shows_help(sys.argv[1:]):
     import rich_click as click
 
     click.Group = click.RichGroup  # the lazy groups below subclass the rich flavour
     click.rich_click.USE_RICH_MARKUP = False
-    click.rich_click.SHOW_ARGUMENTS = True
+    # No arguments panel: it would name each argument by its Python name (TYPE_NAME) where the
+    # usage line and the description say its metavar (TYPE); the usage line is the one place.
+    click.rich_click.SHOW_ARGUMENTS = False
     click.rich_click.MAX_WIDTH = 100
 else:
     import click  # type: ignore[no-redef]
-
-from ..domain.errors import EXIT_FAILED, InternalError, SwampError
-from .output import print_error, print_json
 
 Renderer = Callable[[dict[str, Any]], None]
 
@@ -228,7 +241,18 @@ def _run_exit(data: dict[str, Any]) -> int:
     return EXIT_FAILED if data.get("status") in ("failed", "cancelled") else 0
 
 
-class LazyGroup(click.Group):  # type: ignore[misc]
+class Group(click.Group):  # type: ignore[misc]
+    """A command group that, named alone (`swamp workflow`), prints its help to stdout and exits 0,
+    as `swamp` alone does (CLI-008, CLI-015); click's default is a usage error on stderr."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and not ctx.resilient_parsing:
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        return list(super().parse_args(ctx, args))
+
+
+class LazyGroup(Group):
     """A group whose subcommands are imported only when used, so a command starts fast."""
 
     def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any):

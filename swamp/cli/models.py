@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
+    Group,
     call,
     click,
     output_options,
@@ -14,7 +15,7 @@ from .output import out, style
 # -- model -------------------------------------------------------------------------------------------
 
 
-@click.group()
+@click.group(cls=Group)
 def model() -> None:
     """Create and inspect model definitions and types.
 
@@ -97,7 +98,7 @@ def model_get(ctx: click.Context, name: str, as_json: bool, repo_dir: str | None
     call(ctx, "model.get", {"model": name}, as_json=as_json, repo_dir=repo_dir, render=render)
 
 
-@model.group("type")
+@model.group("type", cls=Group)
 def model_type() -> None:
     """Inspect model types (builtin and extensions/models/*.py).
 

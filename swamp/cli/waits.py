@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from .common import (
+    Group,
     _drop_none,
     call,
     claim_option,
@@ -118,6 +119,8 @@ def workflow_waits(
     def render(data: dict[str, Any]) -> None:
         if not data["waits"]:
             out("No open waits.")
+            if not show_all and _expired_waits(ctx, payload, repo_dir):
+                out("Some waits are past their deadline; see them with: swamp workflow waits --all")
             return
         table(
             [
@@ -134,10 +137,16 @@ def workflow_waits(
             ],
             ["WAIT", "WORKFLOW", "RUN", "STEP", "DEADLINE", "LEFT", "SCHEMA"],
         )
-        out(
-            "Send one with: swamp workflow signal WAIT_ID --payload '<json>' "
-            "(see: swamp workflow wait show WAIT_ID)"
-        )
+        if any(not w["expired"] for w in data["waits"]):
+            out(
+                "Send one with: swamp workflow signal WAIT_ID --payload '<json>' "
+                "(see: swamp workflow wait show WAIT_ID)"
+            )
+        if any(w["expired"] for w in data["waits"]):
+            out(
+                "An expired wait takes no signal (wait_expired); resuming its run fails the step "
+                "(wait_timeout): swamp workflow resume WORKFLOW --run RUN_ID"
+            )
 
     within: float | None = None
     if expiring_within is not None:
@@ -152,6 +161,16 @@ def workflow_waits(
         {"workflow": workflow_name, "expiringWithin": within, "all": True if show_all else None}
     )
     call(ctx, "workflow.waits", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+def _expired_waits(ctx: click.Context, payload: dict[str, Any], repo_dir: str | None) -> bool:
+    """Whether the same listing with --all would show expired waits (to say how to see them)."""
+    from ..protocol.requests import handle
+    from .common import _repo_dir
+
+    directory = _repo_dir(ctx, repo_dir)
+    request = {**payload, "all": True, **({"repoDir": directory} if directory else {})}
+    return any(w["expired"] for w in handle("workflow.waits", request)["waits"])
 
 
 def summarize_schema(schema: Any) -> str:
@@ -170,7 +189,7 @@ def summarize_schema(schema: Any) -> str:
     return str(schema.get("type", "schema"))
 
 
-@click.group("wait")
+@click.group("wait", cls=Group)
 def workflow_wait() -> None:
     """Inspect one signal wait.
 
