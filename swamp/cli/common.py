@@ -193,6 +193,15 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def wide_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--wide on a listing command: every column whole, whatever the terminal's width."""
+    return click.option(
+        "--wide",
+        is_flag=True,
+        help="Show every column whole, even past the terminal's width (scripts: use --json).",
+    )(func)
+
+
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
         raise click.BadParameter("must be a finite number of seconds")

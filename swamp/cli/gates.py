@@ -14,6 +14,7 @@ from .common import (
     input_options,
     output_options,
     read_inputs,
+    wide_option,
 )
 from .output import out, style
 
@@ -93,15 +94,21 @@ reject = click.command(
 
 @click.command("approvals")
 @click.option("--workflow", "workflow_name", metavar="WORKFLOW", help="Only this workflow's gates.")
+@wide_option
 @output_options
 @click.pass_context
 def workflow_approvals(
-    ctx: click.Context, workflow_name: str | None, as_json: bool, repo_dir: str | None
+    ctx: click.Context, workflow_name: str | None, wide: bool, as_json: bool, repo_dir: str | None
 ) -> None:
     """List every open approval gate of every suspended run.
 
+    At a narrow terminal the deadline and the prompt give way first; --wide shows every column
+    whole. On a pipe the table is plain, every cell whole; programs should read --json.
+
     \b
-    Example:
+    Examples:
+      swamp workflow approvals
+      swamp workflow approvals --wide
       swamp workflow approvals --json
     """
     from .render import table
@@ -123,6 +130,8 @@ def workflow_approvals(
                 for g in data["approvals"]
             ],
             ["WORKFLOW", "RUN", "JOB", "STEP", "DEADLINE", "PROMPT"],
+            wide=wide,
+            drop=("DEADLINE", "PROMPT", "JOB"),
         )
 
     payload = {"workflow": workflow_name} if workflow_name else {}

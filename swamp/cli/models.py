@@ -9,6 +9,7 @@ from .common import (
     call,
     click,
     output_options,
+    wide_option,
 )
 from .output import out, style
 
@@ -53,14 +54,19 @@ def model_create(ctx: click.Context, type_name: str, name: str, as_json: bool, r
 
 
 @model.command("list")
+@wide_option
 @output_options
 @click.pass_context
-def model_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
+def model_list(ctx: click.Context, wide: bool, as_json: bool, repo_dir: str | None) -> None:
     """List model definitions.
 
+    At a narrow terminal the path is cut first; --wide shows every column whole.
+    On a pipe the table is plain, every cell whole; programs should read --json.
+
     \b
-    Example:
+    Examples:
       swamp model list
+      swamp model list --json
     """
     from .render import table
 
@@ -68,7 +74,11 @@ def model_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
         if not data["models"]:
             out("No models yet. Create one with: swamp model create command/shell hello")
         else:
-            table([[m["name"], m["type"], m["path"]] for m in data["models"]], ["NAME", "TYPE", "PATH"])
+            table(
+                [[m["name"], m["type"], m["path"]] for m in data["models"]],
+                ["NAME", "TYPE", "PATH"],
+                wide=wide,
+            )
         for problem in data["problems"]:
             out(style(f"broken: {problem['path']}: {problem['error']}", "red"))
 
@@ -109,14 +119,19 @@ def model_type() -> None:
 
 
 @model_type.command("list")
+@wide_option
 @output_options
 @click.pass_context
-def model_type_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
+def model_type_list(ctx: click.Context, wide: bool, as_json: bool, repo_dir: str | None) -> None:
     """List model types, and extension files that failed to load.
 
+    At a narrow terminal the methods and the source are cut first; --wide shows every column
+    whole. On a pipe the table is plain, every cell whole; programs should read --json.
+
     \b
-    Example:
+    Examples:
       swamp model type list
+      swamp model type list --json
     """
     from .render import table
 
@@ -124,6 +139,7 @@ def model_type_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> 
         table(
             [[t["type"], t["version"], ", ".join(t["methods"]), t["source"]] for t in data["types"]],
             ["TYPE", "VERSION", "METHODS", "SOURCE"],
+            wide=wide,
         )
         for problem in data["problems"]:
             out(style(f"broken: {problem['path']}: {problem['error']}", "red"))

@@ -13,6 +13,7 @@ from .common import (
     claim_option,
     click,
     output_options,
+    wide_option,
 )
 from .output import out, style
 
@@ -97,6 +98,7 @@ def workflow_signal(
     help="Only waits whose deadline is within DURATION (30m, 2h, 1d).",
 )
 @click.option("--all", "show_all", is_flag=True, help="Also show expired waits, marked expired.")
+@wide_option
 @output_options
 @click.pass_context
 def workflow_waits(
@@ -104,14 +106,20 @@ def workflow_waits(
     workflow_name: str | None,
     expiring_within: str | None,
     show_all: bool,
+    wide: bool,
     as_json: bool,
     repo_dir: str | None,
 ) -> None:
-    """List open signal waits: ID, workflow, run, job, step, deadline, schema.
+    """List open signal waits: ID, workflow, run, job, step, deadline, time left, schema.
+
+    At a narrow terminal the deadline, the run and the schema give way first (the wait ID names
+    the run: swamp workflow wait show WAIT_ID); --wide shows every column whole. On a pipe the
+    table is plain, every cell whole; programs should read --json.
 
     \b
     Examples:
       swamp workflow waits
+      swamp workflow waits --wide
       swamp workflow waits --workflow release --expiring-within 2h --json
     """
     from .render import table, time_left
@@ -127,7 +135,7 @@ def workflow_waits(
                 [
                     w["waitId"],
                     w["workflowName"],
-                    w["runId"][:8],
+                    w["runId"],
                     f"{w['jobName']}.{w['stepName']}",
                     w["deadline"],
                     "expired" if w["expired"] else time_left(w["secondsLeft"]),
@@ -136,17 +144,15 @@ def workflow_waits(
                 for w in data["waits"]
             ],
             ["WAIT", "WORKFLOW", "RUN", "STEP", "DEADLINE", "LEFT", "SCHEMA"],
+            wide=wide,
+            drop=("DEADLINE", "RUN", "SCHEMA", "WORKFLOW"),
         )
         if any(not w["expired"] for w in data["waits"]):
-            out(
-                "Send one with: swamp workflow signal WAIT_ID --payload '<json>' "
-                "(see: swamp workflow wait show WAIT_ID)"
-            )
+            out("Send one with: swamp workflow signal WAIT_ID --payload '<json>'")
+            out("  (its schema and an example: swamp workflow wait show WAIT_ID)")
         if any(w["expired"] for w in data["waits"]):
-            out(
-                "An expired wait takes no signal (wait_expired); resuming its run fails the step "
-                "(wait_timeout): swamp workflow resume WORKFLOW --run RUN_ID"
-            )
+            out("An expired wait takes no signal (wait_expired); resuming its run fails the step")
+            out("  (wait_timeout): swamp workflow resume WORKFLOW --run RUN_ID")
 
     within: float | None = None
     if expiring_within is not None:
