@@ -16,16 +16,25 @@ from .common import (
     read_inputs,
     wide_option,
 )
+from .complete import run_ids, workflow_names, workflow_or_wait
 from .output import out, style
 
 
 def _decision_command(approved: bool) -> Callable[..., Any]:
     verb = "approve" if approved else "reject"
 
-    @click.argument("workflow_name", metavar="WORKFLOW" if approved else "WORKFLOW|WAIT_ID")
+    @click.argument(
+        "workflow_name",
+        metavar="WORKFLOW" if approved else "WORKFLOW|WAIT_ID",
+        shell_complete=workflow_names if approved else workflow_or_wait,
+    )
     @click.argument("step", required=approved)
     @click.option(
-        "--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several are suspended."
+        "--run",
+        "run_id",
+        metavar="RUN_ID",
+        shell_complete=run_ids,
+        help="The run (ID or prefix) when several are suspended.",
     )
     @click.option("--job", help="The job, when the step name is waiting in several jobs.")
     @click.option("--reason", help="Why; recorded with the decision.")
@@ -93,7 +102,13 @@ reject = click.command(
 
 
 @click.command("approvals")
-@click.option("--workflow", "workflow_name", metavar="WORKFLOW", help="Only this workflow's gates.")
+@click.option(
+    "--workflow",
+    "workflow_name",
+    metavar="WORKFLOW",
+    shell_complete=workflow_names,
+    help="Only this workflow's gates.",
+)
 @wide_option
 @output_options
 @click.pass_context
@@ -139,8 +154,14 @@ def workflow_approvals(
 
 
 @click.command("resume")
-@click.argument("workflow_name", metavar="WORKFLOW")
-@click.option("--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several could be meant.")
+@click.argument("workflow_name", metavar="WORKFLOW", shell_complete=workflow_names)
+@click.option(
+    "--run",
+    "run_id",
+    metavar="RUN_ID",
+    shell_complete=run_ids,
+    help="The run (ID or prefix) when several could be meant.",
+)
 @click.option("--from", "from_step", metavar="STEP", help="Retry a failed run from STEP (and all after it).")
 @input_options("Override an input for the rest of the run (only its name is recorded).")
 @claim_option
@@ -186,8 +207,14 @@ def workflow_resume(
 
 
 @click.command("cancel")
-@click.argument("workflow_name", metavar="WORKFLOW")
-@click.option("--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several could be meant.")
+@click.argument("workflow_name", metavar="WORKFLOW", shell_complete=workflow_names)
+@click.option(
+    "--run",
+    "run_id",
+    metavar="RUN_ID",
+    shell_complete=run_ids,
+    help="The run (ID or prefix) when several could be meant.",
+)
 @click.option("--reason", help="Why; recorded on the run.")
 @claim_option
 @output_options

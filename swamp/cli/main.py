@@ -30,6 +30,7 @@ from .output import print_error, print_json  # noqa: E402
         "model": ".models:model",
         "serve": ".serve:serve",
         "version": ".version:version",
+        "completion": ".complete:completion",
     },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},

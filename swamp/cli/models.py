@@ -11,6 +11,7 @@ from .common import (
     output_options,
     wide_option,
 )
+from .complete import model_names
 from .output import out, style
 
 # -- model -------------------------------------------------------------------------------------------
@@ -86,7 +87,7 @@ def model_list(ctx: click.Context, wide: bool, as_json: bool, repo_dir: str | No
 
 
 @model.command("get")
-@click.argument("name")
+@click.argument("name", shell_complete=model_names)
 @output_options
 @click.pass_context
 def model_get(ctx: click.Context, name: str, as_json: bool, repo_dir: str | None) -> None:

@@ -15,13 +15,14 @@ from .common import (
     output_options,
     wide_option,
 )
+from .complete import wait_ids, workflow_names
 from .output import out, style
 
 MAX_STDIN_PAYLOAD = 16 * 1024 + 1
 
 
 @click.command("signal")
-@click.argument("wait_id", metavar="WAIT_ID")
+@click.argument("wait_id", metavar="WAIT_ID", shell_complete=wait_ids)
 @click.option("--payload", "payload_text", metavar="JSON", help="The message: JSON text, or - to read stdin.")
 @click.option("--payload-file", type=click.Path(dir_okay=False), help="Read the message from FILE.")
 @click.option("--check", is_flag=True, help="Validate the message against the wait without recording it.")
@@ -91,7 +92,13 @@ def workflow_signal(
 
 
 @click.command("waits")
-@click.option("--workflow", "workflow_name", metavar="WORKFLOW", help="Only this workflow's waits.")
+@click.option(
+    "--workflow",
+    "workflow_name",
+    metavar="WORKFLOW",
+    shell_complete=workflow_names,
+    help="Only this workflow's waits.",
+)
 @click.option(
     "--expiring-within",
     metavar="DURATION",
@@ -206,7 +213,7 @@ def workflow_wait() -> None:
 
 
 @workflow_wait.command("show")
-@click.argument("wait_id", metavar="WAIT_ID")
+@click.argument("wait_id", metavar="WAIT_ID", shell_complete=wait_ids)
 @output_options
 @click.pass_context
 def workflow_wait_show(ctx: click.Context, wait_id: str, as_json: bool, repo_dir: str | None) -> None:

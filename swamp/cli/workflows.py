@@ -14,11 +14,12 @@ from .common import (
     read_inputs,
     wide_option,
 )
+from .complete import history_args, workflow_names
 from .output import out, style
 
 
 @click.command("run")
-@click.argument("name")
+@click.argument("name", shell_complete=workflow_names)
 @input_options("An input value (repeatable): key=value, a.b=value, key:json=<json>.")
 @output_options
 @click.pass_context
@@ -86,7 +87,7 @@ def workflow_list(ctx: click.Context, wide: bool, as_json: bool, repo_dir: str |
 
 
 @click.command("get")
-@click.argument("name")
+@click.argument("name", shell_complete=workflow_names)
 @output_options
 @click.pass_context
 def workflow_get(ctx: click.Context, name: str, as_json: bool, repo_dir: str | None) -> None:
@@ -130,7 +131,7 @@ def workflow_create(
 
 
 @click.command("validate")
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=workflow_names)
 @output_options
 @click.pass_context
 def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_dir: str | None) -> None:
@@ -178,7 +179,7 @@ def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_
 
 
 @click.command("history", context_settings={"ignore_unknown_options": False})
-@click.argument("args", nargs=-1, metavar="[NAME] | get RUN_ID_OR_PREFIX")
+@click.argument("args", nargs=-1, metavar="[NAME] | get RUN_ID_OR_PREFIX", shell_complete=history_args)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many runs.")
 @wide_option
 @output_options
