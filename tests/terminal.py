@@ -13,6 +13,7 @@ import os
 import pty
 import re
 import select
+import signal
 import struct
 import subprocess
 import termios
@@ -35,6 +36,7 @@ class Terminal:
         def controlling_terminal() -> None:  # runs in the child: the pty becomes its terminal
             os.setsid()
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # as at a shell, even if ours ignores it
 
         environment = {k: v for k, v in clean_env().items() if k not in ("COLUMNS", "LINES")}
         environment.update({"TERM": "xterm-256color", **(env or {})})

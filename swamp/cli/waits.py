@@ -46,13 +46,20 @@ def workflow_signal(
       swamp workflow signal wait_3bq... --payload '{"verdict":"ship"}'
       echo '{"verdict":"fix"}' | swamp workflow signal wait_3bq... --payload -
       swamp workflow signal wait_3bq... --payload-file verdict.json --check
+      swamp workflow signal wait_3bq...      # at a terminal: asks for each field, then confirms
+
+    At a terminal, without --payload or --payload-file, it asks for the message from the wait's
+    schema, shows it, and sends it only once you confirm.
     """
-    if (payload_text is None) == (payload_file is None):
+    raw: bytes
+    if payload_text is None and payload_file is None and _at_terminal(ctx, as_json):
+        raw = _prompted(ctx, {"waitId": wait_id}, repo_dir)  # the payload prompt (swamp/cli/prompt.py)
+    elif (payload_text is None) == (payload_file is None):
         raise click.UsageError(
             "give the message with exactly one of --payload JSON, --payload - or --payload-file FILE"
+            " (at a terminal, leave them all out to be asked for it)"
         )
-    raw: bytes
-    if payload_file is not None:
+    elif payload_file is not None:
         try:
             with open(payload_file, "rb") as handle:
                 raw = handle.read(MAX_STDIN_PAYLOAD)
@@ -89,6 +96,39 @@ def workflow_signal(
         }
     )
     call(ctx, "workflow.signal", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+def _at_terminal(ctx: click.Context, as_json: bool) -> bool:
+    from .common import _as_json
+
+    return sys.stdin.isatty() and sys.stdout.isatty() and not _as_json(ctx, as_json)
+
+
+def _prompted(ctx: click.Context, address: dict[str, Any], repo_dir: str | None) -> bytes:
+    """Ask for the payload of the wait `address` names; nothing is sent if the person cancels.
+    A wait that is not open is not asked about: the signal request then refuses it as usual."""
+    from ..domain.errors import SwampError
+    from ..protocol.requests import handle
+    from .common import _repo_dir
+    from .output import err, print_error
+    from .prompt import Declined, ask_payload
+
+    directory = _repo_dir(ctx, repo_dir)
+    try:
+        wait = handle("workflow.wait.show", {**address, **({"repoDir": directory} if directory else {})})
+    except SwampError as exc:
+        print_error(exc, False)
+        ctx.exit(exc.exit_code)
+    if wait.get("status") != "open":
+        return b""
+    try:
+        return ask_payload(wait)
+    except (KeyboardInterrupt, EOFError):
+        err("\nCancelled: nothing was sent.")
+        ctx.exit(130)
+    except Declined:
+        err("Not sent.")
+        ctx.exit(1)
 
 
 @click.command("waits")
