@@ -35,6 +35,15 @@ if _shows_help(sys.argv[1:]):
     # usage line and the description say its metavar (TYPE); the usage line is the one place.
     click.rich_click.SHOW_ARGUMENTS = False
     click.rich_click.MAX_WIDTH = 100
+    _rich_text = click.RichHelpFormatter.rich_text
+
+    def _rich_text_keeping_indents(self: Any, text: Any, style: Any = "") -> Any:
+        # rich-click dedents each text it renders (inspect.cleandoc, which ignores the first line):
+        # an `Examples:` block right after a help's first line lost the indent of its examples.
+        # A leading newline makes every line count; cleandoc drops it again.
+        return _rich_text(self, "\n" + text if isinstance(text, str) else text, style)
+
+    click.RichHelpFormatter.rich_text = _rich_text_keeping_indents
 else:
     import click  # type: ignore[no-redef]
 
@@ -185,6 +194,7 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option(
         "--repo-dir",
         type=click.Path(file_okay=False),
+        metavar="DIR",
         help="The repository (default: found from the current directory).",
     )(func)
     func = click.option(

@@ -36,7 +36,7 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
         shell_complete=run_ids,
         help="The run (ID or prefix) when several are suspended.",
     )
-    @click.option("--job", help="The job, when the step name is waiting in several jobs.")
+    @click.option("--job", metavar="JOB", help="The job, when the step name is waiting in several jobs.")
     @click.option("--reason", help="Why; recorded with the decision.")
     @claim_option
     @output_options

@@ -41,15 +41,15 @@ def workflow_signal(
 ) -> None:
     """Deliver a JSON message to the open wait WAIT_ID (checked against the wait's schema).
 
+    At a terminal, without --payload or --payload-file, it asks for the message from the wait's
+    schema, shows it, and sends it only once you confirm.
+
     \b
     Examples:
       swamp workflow signal wait_3bq... --payload '{"verdict":"ship"}'
       echo '{"verdict":"fix"}' | swamp workflow signal wait_3bq... --payload -
       swamp workflow signal wait_3bq... --payload-file verdict.json --check
-      swamp workflow signal wait_3bq...      # at a terminal: asks for each field, then confirms
-
-    At a terminal, without --payload or --payload-file, it asks for the message from the wait's
-    schema, shows it, and sends it only once you confirm.
+      swamp workflow signal wait_3bq...     # at a terminal: asks, then confirms
     """
     raw: bytes
     if payload_text is None and payload_file is None and _at_terminal(ctx, as_json):

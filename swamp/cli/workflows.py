@@ -180,7 +180,7 @@ def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_
 
 @click.command("history", context_settings={"ignore_unknown_options": False})
 @click.argument("args", nargs=-1, metavar="[NAME] | get RUN_ID_OR_PREFIX", shell_complete=history_args)
-@click.option("--limit", type=click.IntRange(min=1), help="At most this many runs.")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N runs (N ≥ 1).")
 @wide_option
 @output_options
 @click.pass_context
