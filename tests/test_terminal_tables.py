@@ -120,3 +120,19 @@ def test_on_a_pipe_the_table_is_plain_and_whole(listed):
     ]
     assert "…" not in result.out and "\x1b[" not in result.out
     assert not set("│─╭╮╰╯┃━") & set(result.out)
+
+
+@pytest.mark.cli
+def test_expired_waits_are_not_offered_a_signal_and_an_empty_list_says_how_to_see_them(listed):
+    repo, run_id, wait_id = listed
+    later = {"SWAMP_NOW": "2026-01-03T00:00:00Z"}  # past the wait's deadline
+    shown = repo.swamp("workflow", "waits", "--all", env=later)
+    assert shown.code == 0 and wait_id in shown.out and "expired" in shown.out, shown
+    assert "Send one with" not in shown.out
+    assert "swamp workflow resume WORKFLOW --run RUN_ID" in shown.out  # what an expired wait needs
+    empty = repo.swamp("workflow", "waits", env=later)
+    assert empty.out.splitlines() == [
+        "No open waits.",
+        "Some waits are past their deadline; see them with: swamp workflow waits --all",
+    ]
+    assert repo.swamp("workflow", "waits", env=NOW).out.count("Send one with") == 1
