@@ -49,21 +49,18 @@ class Terminal:
             stderr=slave,
             preexec_fn=controlling_terminal,
         )
-        os.close(slave)
+        # The slave side stays open here until the end: were swamp its only holder, its exit could
+        # end the master's reads (EIO) before the last of its output was read.
+        self.slave = slave
         self.seen = ""  # everything read so far, ANSI escapes removed
         self._consumed = 0
 
     def _read(self, until: float) -> bool:
-        """Read what is there (waiting until `until`); False at the end of the output."""
+        """Read what comes before `until`; False when nothing came."""
         ready, _, _ = select.select([self.master], [], [], max(0.0, until - time.monotonic()))
         if not ready:
-            return True
-        try:
-            data = os.read(self.master, 65536)
-        except OSError:  # EIO: every holder of the slave side has closed it
             return False
-        if not data:
-            return False
+        data = os.read(self.master, 65536)
         self.seen += ANSI.sub("", data.decode("utf-8", "replace")).replace("\r\n", "\n")
         return True
 
@@ -76,8 +73,9 @@ class Terminal:
                 before = self.seen[self._consumed : found]
                 self._consumed = found + len(text)
                 return before
-            if time.monotonic() >= until or not self._read(until):
+            if time.monotonic() >= until:
                 raise AssertionError(f"expected {text!r} at the terminal; it shows:\n{self.seen}")
+            self._read(min(until, time.monotonic() + 0.1))
 
     def send(self, text: str) -> None:
         os.write(self.master, text.encode())
@@ -86,20 +84,21 @@ class Terminal:
         self.send(text + "\r")
 
     def finish(self, timeout: float = DEADLINE) -> tuple[int, str]:
-        """Read to the end; the exit code and the whole output."""
+        """Wait for swamp to exit and read all it wrote; the exit code and the whole output."""
         until = time.monotonic() + timeout
-        while time.monotonic() < until and self._read(until):
-            if self.proc.poll() is not None and not select.select([self.master], [], [], 0.05)[0]:
-                break
         try:
-            code = self.proc.wait(timeout=max(0.1, until - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"swamp did not finish at the terminal; it shows:\n{self.seen}") from None
+            while self.proc.poll() is None:
+                if time.monotonic() >= until:
+                    self.proc.kill()
+                    self.proc.wait()
+                    raise AssertionError(f"swamp did not finish at the terminal; it shows:\n{self.seen}")
+                self._read(min(until, time.monotonic() + 0.1))
+            while self._read(time.monotonic() + 0.05):  # what is still on its way
+                pass
         finally:
+            os.close(self.slave)
             os.close(self.master)
-        return code, self.seen
+        return self.proc.returncode, self.seen
 
 
 def at_terminal(

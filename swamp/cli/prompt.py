@@ -23,6 +23,7 @@ from typing import Any
 from ..domain.inputs import InputValidationService
 from .output import out, stdout, style
 
+SCHEMA_SHOWN = 300  # characters of a schema shown above a JSON field (wait show shows it whole)
 MAX_DEPTH = 3  # nested objects asked field by field down to this depth; deeper ones as JSON
 SIMPLE = ("string", "integer", "number", "boolean", "null")
 BOUNDS = (("minimum", "≥"), ("maximum", "≤"), ("minLength", "length ≥"), ("maxLength", "length ≤"))
@@ -190,7 +191,10 @@ class _Asker:
 
     def raw_json(self, schema: Any, name: str, *, required: bool) -> Any:
         about = json.dumps(schema, ensure_ascii=False) if schema not in (None, {}, True) else "any JSON value"
-        out(f"{name}: the prompt cannot ask for this field by field; type it as JSON, one line.")
+        if len(about) > SCHEMA_SHOWN:
+            about = about[: SCHEMA_SHOWN - 1] + "…"
+        what = "the payload" if name == "payload" else name
+        out(f"Type {what} as JSON, on one line (the prompt cannot ask for it field by field).")
         out(style(f"  schema: {about}", dim=True))
         while True:
             text = _ask(f"{name} (JSON{'' if required else ', Enter to skip'}): ")
