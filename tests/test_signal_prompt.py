@@ -29,6 +29,7 @@ SCHEMA = {
             },
         },
         "tags": {"type": "array", "items": {"type": "string"}},
+        "owner": {"type": ["string", "null"]},
     },
 }
 
@@ -91,6 +92,8 @@ def test_the_prompt_asks_each_field_checks_it_previews_and_sends_on_yes(prompt_r
     term.expect("not valid JSON")
     term.expect("tags (JSON, Enter to skip): ")
     term.line('["eu", "us"]')
+    term.expect("owner (optional, string or null; Enter to skip): ")  # a nullable type
+    term.line("null")
     preview = term.expect(f"Send it to {wait_id}? [y/N] ")
     expected = {
         "verdict": "ship",
@@ -99,6 +102,7 @@ def test_the_prompt_asks_each_field_checks_it_previews_and_sends_on_yes(prompt_r
         "note": "ship it; $(rm -rf /)",
         "urgent": True,
         "tags": ["eu", "us"],
+        "owner": None,
     }
     assert json.loads(preview.split("Payload:", 1)[1]) == expected
     assert wait_doc(prompt_repo, wait_id)["status"] == "open"  # nothing sent before the answer

@@ -99,6 +99,9 @@ def _kind(schema: Any) -> str | None:
     if "const" in schema:
         return "const"
     kind = schema.get("type")
+    if isinstance(kind, list):  # ["string", "null"]: asked as a string that may also be null
+        others = [k for k in kind if k != "null"]
+        kind = others[0] if len(others) == 1 and "null" in kind else None
     if kind == "object" or (kind is None and isinstance(schema.get("properties"), dict)):
         return "object" if isinstance(schema.get("properties"), dict) and schema["properties"] else None
     return kind if kind in SIMPLE else None
@@ -106,7 +109,11 @@ def _kind(schema: Any) -> str | None:
 
 def _describe(schema: dict[str, Any], kind: str) -> str:
     bounds = [f"{word} {schema[key]}" for key, word in BOUNDS if key in schema]
-    return ", ".join([kind, *bounds])
+    return ", ".join([f"{kind} or null" if _nullable(schema) else kind, *bounds])
+
+
+def _nullable(schema: dict[str, Any]) -> bool:
+    return isinstance(schema.get("type"), list) and "null" in schema["type"]
 
 
 class _Asker:
@@ -181,7 +188,8 @@ class _Asker:
                 empty = ' (type "" for an empty string)' if kind == "string" else ""
                 out(style(f"  {name} is required{empty}", "red"))
                 continue
-            parsed, problem = _parse(text, kind)
+            null = _nullable(schema) and text.strip() == "null"
+            parsed, problem = (None, None) if null else _parse(text, kind)
             if problem is None:
                 problems = _problems(self.checker, parsed, schema)
                 if not problems:
