@@ -161,6 +161,7 @@ _FRACTION = re.compile(r"(:\d\d)\.\d+")
 _SHORT = 10  # a column never wider than this (a status, a count, `2h05m`) is not cut either
 _MIN_CUT = 8  # a column that is cut keeps at least this many cells, `…` included
 _GAP = 2
+_BREAKS = re.compile(r"[\n\r\t]")  # a cell is one line: a multi-line prompt is shown on one
 _TRAILING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")  # spaces at the end of a line, before any reset
 
 
@@ -174,7 +175,7 @@ def table(
     timestamps stay whole (never cut or wrapped) and other columns are cut with `…`, widest first;
     if that is not enough, the columns named in `drop` are left out, in that order, and a last line
     says which and that `--wide` shows them."""
-    cells = [[str(c) for c in row] for row in rows]
+    cells = [[" ".join(str(c).split()) if _BREAKS.search(str(c)) else str(c) for c in row] for row in rows]
     stream = stdout()
     if wide or not stream.isatty():
         _plain(cells, headers, [len(h) for h in headers], len)
