@@ -10,20 +10,42 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..domain.errors import EXIT_FAILED, InternalError, SwampError
+from .output import print_error, print_json
+
+# The command groups: `swamp workflow` alone (or `swamp model type`) prints that group's help.
+_GROUP_WORDS = frozenset({"workflow", "model", "type", "repo", "wait"})
+
+
+def _shows_help(argv: list[str]) -> bool:
+    """Whether this process will print help: `-h`/`--help`, or no command below the groups."""
+    if os.environ.get("_SWAMP_COMPLETE"):  # shell completion: fast, never help
+        return False
+    return not argv or bool({"-h", "--help"} & set(argv)) or set(argv) <= _GROUP_WORDS
+
+
 # rich-click renders help beautifully but costs ~25 ms of import; commands that only do work (a
 # `signal` in a script's loop) parse with plain click, which rich-click wraps with the same API.
-if not sys.argv[1:] or {"-h", "--help"} & set(sys.argv[1:]):
+if _shows_help(sys.argv[1:]):
     import rich_click as click
 
     click.Group = click.RichGroup  # the lazy groups below subclass the rich flavour
     click.rich_click.USE_RICH_MARKUP = False
-    click.rich_click.SHOW_ARGUMENTS = True
+    # No arguments panel: it would name each argument by its Python name (TYPE_NAME) where the
+    # usage line and the description say its metavar (TYPE); the usage line is the one place.
+    click.rich_click.SHOW_ARGUMENTS = False
     click.rich_click.MAX_WIDTH = 100
+    _rich_text = click.RichHelpFormatter.rich_text
+
+    def _rich_text_keeping_indents(self: Any, text: Any, style: Any = "") -> Any:
+        # rich-click dedents each text it renders (inspect.cleandoc, which ignores the first line):
+        # an `Examples:` block right after a help's first line lost the indent of its examples.
+        # A leading newline makes every line count; cleandoc drops it again.
+        return _rich_text(self, "\n" + text if isinstance(text, str) else text, style)
+
+    click.RichHelpFormatter.rich_text = _rich_text_keeping_indents
 else:
     import click  # type: ignore[no-redef]
-
-from ..domain.errors import EXIT_FAILED, InternalError, SwampError
-from .output import print_error, print_json
 
 Renderer = Callable[[dict[str, Any]], None]
 
@@ -172,12 +194,22 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option(
         "--repo-dir",
         type=click.Path(file_okay=False),
+        metavar="DIR",
         help="The repository (default: found from the current directory).",
     )(func)
     func = click.option(
         "--json", "as_json", is_flag=True, help="Print one JSON document instead of log lines."
     )(func)
     return func
+
+
+def wide_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--wide on a listing command: every column whole, whatever the terminal's width."""
+    return click.option(
+        "--wide",
+        is_flag=True,
+        help="Show every column whole, even past the terminal's width (scripts: use --json).",
+    )(func)
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -228,7 +260,18 @@ def _run_exit(data: dict[str, Any]) -> int:
     return EXIT_FAILED if data.get("status") in ("failed", "cancelled") else 0
 
 
-class LazyGroup(click.Group):  # type: ignore[misc]
+class Group(click.Group):  # type: ignore[misc]
+    """A command group that, named alone (`swamp workflow`), prints its help to stdout and exits 0,
+    as `swamp` alone does (CLI-008, CLI-015); click's default is a usage error on stderr."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and not ctx.resilient_parsing:
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        return list(super().parse_args(ctx, args))
+
+
+class LazyGroup(Group):
     """A group whose subcommands are imported only when used, so a command starts fast."""
 
     def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any):

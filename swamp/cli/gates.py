@@ -14,19 +14,29 @@ from .common import (
     input_options,
     output_options,
     read_inputs,
+    wide_option,
 )
+from .complete import run_ids, workflow_names, workflow_or_wait
 from .output import out, style
 
 
 def _decision_command(approved: bool) -> Callable[..., Any]:
     verb = "approve" if approved else "reject"
 
-    @click.argument("workflow_name", metavar="WORKFLOW" if approved else "WORKFLOW|WAIT_ID")
+    @click.argument(
+        "workflow_name",
+        metavar="WORKFLOW" if approved else "WORKFLOW|WAIT_ID",
+        shell_complete=workflow_names if approved else workflow_or_wait,
+    )
     @click.argument("step", required=approved)
     @click.option(
-        "--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several are suspended."
+        "--run",
+        "run_id",
+        metavar="RUN_ID",
+        shell_complete=run_ids,
+        help="The run (ID or prefix) when several are suspended.",
     )
-    @click.option("--job", help="The job, when the step name is waiting in several jobs.")
+    @click.option("--job", metavar="JOB", help="The job, when the step name is waiting in several jobs.")
     @click.option("--reason", help="Why; recorded with the decision.")
     @claim_option
     @output_options
@@ -92,16 +102,28 @@ reject = click.command(
 
 
 @click.command("approvals")
-@click.option("--workflow", "workflow_name", metavar="WORKFLOW", help="Only this workflow's gates.")
+@click.option(
+    "--workflow",
+    "workflow_name",
+    metavar="WORKFLOW",
+    shell_complete=workflow_names,
+    help="Only this workflow's gates.",
+)
+@wide_option
 @output_options
 @click.pass_context
 def workflow_approvals(
-    ctx: click.Context, workflow_name: str | None, as_json: bool, repo_dir: str | None
+    ctx: click.Context, workflow_name: str | None, wide: bool, as_json: bool, repo_dir: str | None
 ) -> None:
     """List every open approval gate of every suspended run.
 
+    At a narrow terminal the deadline and the prompt give way first; --wide shows every column
+    whole. On a pipe the table is plain, every cell whole; programs should read --json.
+
     \b
-    Example:
+    Examples:
+      swamp workflow approvals
+      swamp workflow approvals --wide
       swamp workflow approvals --json
     """
     from .render import table
@@ -123,6 +145,8 @@ def workflow_approvals(
                 for g in data["approvals"]
             ],
             ["WORKFLOW", "RUN", "JOB", "STEP", "DEADLINE", "PROMPT"],
+            wide=wide,
+            drop=("DEADLINE", "PROMPT", "JOB"),
         )
 
     payload = {"workflow": workflow_name} if workflow_name else {}
@@ -130,8 +154,14 @@ def workflow_approvals(
 
 
 @click.command("resume")
-@click.argument("workflow_name", metavar="WORKFLOW")
-@click.option("--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several could be meant.")
+@click.argument("workflow_name", metavar="WORKFLOW", shell_complete=workflow_names)
+@click.option(
+    "--run",
+    "run_id",
+    metavar="RUN_ID",
+    shell_complete=run_ids,
+    help="The run (ID or prefix) when several could be meant.",
+)
 @click.option(
     "--from",
     "from_step",
@@ -187,8 +217,14 @@ def workflow_resume(
 
 
 @click.command("cancel")
-@click.argument("workflow_name", metavar="WORKFLOW")
-@click.option("--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several could be meant.")
+@click.argument("workflow_name", metavar="WORKFLOW", shell_complete=workflow_names)
+@click.option(
+    "--run",
+    "run_id",
+    metavar="RUN_ID",
+    shell_complete=run_ids,
+    help="The run (ID or prefix) when several could be meant.",
+)
 @click.option("--reason", help="Why; recorded on the run.")
 @claim_option
 @output_options

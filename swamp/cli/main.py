@@ -30,13 +30,16 @@ from .output import print_error, print_json  # noqa: E402
         "model": ".models:model",
         "serve": ".serve:serve",
         "version": ".version:version",
+        "completion": ".complete:completion",
     },
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON documents instead of log lines.")
 @click.option("--jsonl", is_flag=True, help="Serve JSON-lines requests from stdin until EOF.")
-@click.option("--repo-dir", type=click.Path(file_okay=False), help="The repository to work on.")
+@click.option(
+    "--repo-dir", type=click.Path(file_okay=False), metavar="DIR", help="The repository to work on."
+)
 @click.version_option(version=__version__, prog_name="swamp")
 @click.pass_context
 def cli(ctx: click.Context, as_json: bool, jsonl: bool, repo_dir: str | None) -> None:

@@ -5,16 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
+    Group,
     call,
     click,
     output_options,
+    wide_option,
 )
+from .complete import model_names
 from .output import out, style
 
 # -- model -------------------------------------------------------------------------------------------
 
 
-@click.group()
+@click.group(cls=Group)
 def model() -> None:
     """Create and inspect model definitions and types.
 
@@ -52,14 +55,19 @@ def model_create(ctx: click.Context, type_name: str, name: str, as_json: bool, r
 
 
 @model.command("list")
+@wide_option
 @output_options
 @click.pass_context
-def model_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
+def model_list(ctx: click.Context, wide: bool, as_json: bool, repo_dir: str | None) -> None:
     """List model definitions.
 
+    At a narrow terminal the path is cut first; --wide shows every column whole.
+    On a pipe the table is plain, every cell whole; programs should read --json.
+
     \b
-    Example:
+    Examples:
       swamp model list
+      swamp model list --json
     """
     from .render import table
 
@@ -67,7 +75,11 @@ def model_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
         if not data["models"]:
             out("No models yet. Create one with: swamp model create command/shell hello")
         else:
-            table([[m["name"], m["type"], m["path"]] for m in data["models"]], ["NAME", "TYPE", "PATH"])
+            table(
+                [[m["name"], m["type"], m["path"]] for m in data["models"]],
+                ["NAME", "TYPE", "PATH"],
+                wide=wide,
+            )
         for problem in data["problems"]:
             out(style(f"broken: {problem['path']}: {problem['error']}", "red"))
 
@@ -75,7 +87,7 @@ def model_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
 
 
 @model.command("get")
-@click.argument("name")
+@click.argument("name", shell_complete=model_names)
 @output_options
 @click.pass_context
 def model_get(ctx: click.Context, name: str, as_json: bool, repo_dir: str | None) -> None:
@@ -97,7 +109,7 @@ def model_get(ctx: click.Context, name: str, as_json: bool, repo_dir: str | None
     call(ctx, "model.get", {"model": name}, as_json=as_json, repo_dir=repo_dir, render=render)
 
 
-@model.group("type")
+@model.group("type", cls=Group)
 def model_type() -> None:
     """Inspect model types (builtin and extensions/models/*.py).
 
@@ -108,14 +120,19 @@ def model_type() -> None:
 
 
 @model_type.command("list")
+@wide_option
 @output_options
 @click.pass_context
-def model_type_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
+def model_type_list(ctx: click.Context, wide: bool, as_json: bool, repo_dir: str | None) -> None:
     """List model types, and extension files that failed to load.
 
+    At a narrow terminal the methods and the source are cut first; --wide shows every column
+    whole. On a pipe the table is plain, every cell whole; programs should read --json.
+
     \b
-    Example:
+    Examples:
       swamp model type list
+      swamp model type list --json
     """
     from .render import table
 
@@ -123,6 +140,7 @@ def model_type_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> 
         table(
             [[t["type"], t["version"], ", ".join(t["methods"]), t["source"]] for t in data["types"]],
             ["TYPE", "VERSION", "METHODS", "SOURCE"],
+            wide=wide,
         )
         for problem in data["problems"]:
             out(style(f"broken: {problem['path']}: {problem['error']}", "red"))

@@ -11,14 +11,25 @@ from ..domain.errors import SwampError
 
 
 def color_enabled(stream: Any = None) -> bool:
-    stream = stream or sys.stdout
-    if os.environ.get("NO_COLOR") is not None or os.environ.get("TERM") == "dumb":
+    """Colour by the usual conventions (CLI-005, CLI-014): `NO_COLOR` set to anything non-empty
+    (no-color.org) turns it off and wins over everything; `FORCE_COLOR` set to anything non-empty
+    (force-color.org) turns it on, also on a pipe and with `TERM=dumb`; otherwise colour only on a
+    terminal whose `TERM` is not `dumb`. An empty variable counts as unset."""
+    if os.environ.get("NO_COLOR"):
         return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("TERM") == "dumb":
+        return False
+    stream = stream or sys.stdout
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-def style(text: str, color: str | None = None, bold: bool = False, dim: bool = False) -> str:
-    if not color_enabled():
+def style(
+    text: str, color: str | None = None, bold: bool = False, dim: bool = False, stream: Any = None
+) -> str:
+    """`text` in ANSI colour when `stream` (default: stdout) gets colour (color_enabled)."""
+    if not color_enabled(stream):
         return text
     codes = []
     if bold:
@@ -73,7 +84,7 @@ def print_error(error: SwampError, as_json: bool) -> None:
     if as_json:
         print_json({"error": error.to_dict()})
         return
-    err(style("Error: ", "red", bold=True) + error.message)
+    err(style("Error: ", "red", bold=True, stream=sys.stderr) + error.message)
     for key in ("problems", "errors"):
         items = error.details.get(key)
         if isinstance(items, list) and len(items) > 1:
@@ -82,4 +93,4 @@ def print_error(error: SwampError, as_json: bool) -> None:
                     f"{item.get('pointer') or '/'}: {item.get('message')}" if isinstance(item, dict) else item
                 )
                 err(f"  - {text}")
-    err(style(f"  ({error.code})", dim=True))
+    err(style(f"  ({error.code})", dim=True, stream=sys.stderr))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .common import (
+    Group,
     call,
     click,
 )
@@ -13,7 +14,7 @@ from .output import out
 # -- repo ----------------------------------------------------------------------------------------
 
 
-@click.group()
+@click.group(cls=Group)
 def repo() -> None:
     """Create swamp repositories.
 

@@ -20,20 +20,25 @@ from .output import print_error
     help="Also listen on this Unix socket; put it in a directory only you can write, such as "
     "$XDG_RUNTIME_DIR (not /tmp).",
 )
-@click.option("--max-runs", type=click.IntRange(min=1), help="At most N runs executing at once.")
+@click.option(
+    "--max-runs", type=click.IntRange(min=1), metavar="N", help="At most N runs executing at once (N ≥ 1)."
+)
 @click.option("--auto-continue", is_flag=True, help="Resume a run once all its waits and gates are settled.")
 @click.option(
     "--enforce-deadlines", is_flag=True, help="Fail expired waits at their deadline (wait_timeout)."
 )
 @click.option(
     "--grace",
+    metavar="SECONDS",
     type=click.FloatRange(min=0),
     default=10.0,
     show_default=True,
     help="Seconds running steps may take to finish on SIGTERM/SIGINT.",
 )
 @click.option("--log-file", type=click.Path(dir_okay=False), help="Write logs here instead of stderr.")
-@click.option("--repo-dir", type=click.Path(file_okay=False), help="The default repository for requests.")
+@click.option(
+    "--repo-dir", type=click.Path(file_okay=False), metavar="DIR", help="The default repository for requests."
+)
 @click.pass_context
 def serve(
     ctx: click.Context,

@@ -7,19 +7,22 @@ import sys
 from typing import Any
 
 from .common import (
+    Group,
     _drop_none,
     call,
     claim_option,
     click,
     output_options,
+    wide_option,
 )
+from .complete import wait_ids, workflow_names
 from .output import out, style
 
 MAX_STDIN_PAYLOAD = 16 * 1024 + 1
 
 
 @click.command("signal")
-@click.argument("wait_id", metavar="WAIT_ID")
+@click.argument("wait_id", metavar="WAIT_ID", shell_complete=wait_ids)
 @click.option("--payload", "payload_text", metavar="JSON", help="The message: JSON text, or - to read stdin.")
 @click.option("--payload-file", type=click.Path(dir_okay=False), help="Read the message from FILE.")
 @click.option("--check", is_flag=True, help="Validate the message against the wait without recording it.")
@@ -38,18 +41,25 @@ def workflow_signal(
 ) -> None:
     """Deliver a JSON message to the open wait WAIT_ID (checked against the wait's schema).
 
+    At a terminal, without --payload or --payload-file, it asks for the message from the wait's
+    schema, shows it, and sends it only once you confirm.
+
     \b
     Examples:
       swamp workflow signal wait_3bq... --payload '{"verdict":"ship"}'
       echo '{"verdict":"fix"}' | swamp workflow signal wait_3bq... --payload -
       swamp workflow signal wait_3bq... --payload-file verdict.json --check
+      swamp workflow signal wait_3bq...     # at a terminal: asks, then confirms
     """
-    if (payload_text is None) == (payload_file is None):
+    raw: bytes
+    if payload_text is None and payload_file is None and _at_terminal(ctx, as_json):
+        raw = _prompted(ctx, {"waitId": wait_id}, repo_dir)  # the payload prompt (swamp/cli/prompt.py)
+    elif (payload_text is None) == (payload_file is None):
         raise click.UsageError(
             "give the message with exactly one of --payload JSON, --payload - or --payload-file FILE"
+            " (at a terminal, leave them all out to be asked for it)"
         )
-    raw: bytes
-    if payload_file is not None:
+    elif payload_file is not None:
         try:
             with open(payload_file, "rb") as handle:
                 raw = handle.read(MAX_STDIN_PAYLOAD)
@@ -88,14 +98,54 @@ def workflow_signal(
     call(ctx, "workflow.signal", payload, as_json=as_json, repo_dir=repo_dir, render=render)
 
 
+def _at_terminal(ctx: click.Context, as_json: bool) -> bool:
+    from .common import _as_json
+
+    return sys.stdin.isatty() and sys.stdout.isatty() and not _as_json(ctx, as_json)
+
+
+def _prompted(ctx: click.Context, address: dict[str, Any], repo_dir: str | None) -> bytes:
+    """Ask for the payload of the wait `address` names; nothing is sent if the person cancels.
+    A wait that is not open is not asked about: the signal request then refuses it as usual."""
+    from ..domain.errors import SwampError
+    from ..protocol.requests import handle
+    from .common import _repo_dir
+    from .output import err, print_error
+    from .prompt import Declined, ask_payload
+
+    directory = _repo_dir(ctx, repo_dir)
+    try:
+        wait = handle("workflow.wait.show", {**address, **({"repoDir": directory} if directory else {})})
+    except SwampError as exc:
+        print_error(exc, False)
+        ctx.exit(exc.exit_code)
+    if wait.get("status") != "open":
+        return b""
+    try:
+        return ask_payload(wait)
+    except (KeyboardInterrupt, EOFError):
+        err("\nCancelled: nothing was sent.")
+        ctx.exit(130)
+    except Declined:
+        err("Not sent.")
+        ctx.exit(1)
+
+
 @click.command("waits")
-@click.option("--workflow", "workflow_name", metavar="WORKFLOW", help="Only this workflow's waits.")
+@click.option(
+    "--workflow",
+    "workflow_name",
+    metavar="WORKFLOW",
+    shell_complete=workflow_names,
+    help="Only this workflow's waits.",
+)
 @click.option(
     "--expiring-within",
     metavar="DURATION",
     help="Only waits whose deadline is within DURATION (30m, 2h, 1d).",
 )
 @click.option("--all", "show_all", is_flag=True, help="Also show expired waits, marked expired.")
+@wide_option
 @output_options
 @click.pass_context
 def workflow_waits(
@@ -103,14 +153,20 @@ def workflow_waits(
     workflow_name: str | None,
     expiring_within: str | None,
     show_all: bool,
+    wide: bool,
     as_json: bool,
     repo_dir: str | None,
 ) -> None:
-    """List open signal waits: ID, workflow, run, job, step, deadline, schema.
+    """List open signal waits: ID, workflow, run, job, step, deadline, time left, schema.
+
+    At a narrow terminal the deadline, the run and the schema give way first (the wait ID names
+    the run: swamp workflow wait show WAIT_ID); --wide shows every column whole. On a pipe the
+    table is plain, every cell whole; programs should read --json.
 
     \b
     Examples:
       swamp workflow waits
+      swamp workflow waits --wide
       swamp workflow waits --workflow release --expiring-within 2h --json
     """
     from .render import table, time_left
@@ -118,13 +174,15 @@ def workflow_waits(
     def render(data: dict[str, Any]) -> None:
         if not data["waits"]:
             out("No open waits.")
+            if not show_all and _expired_waits(ctx, payload, repo_dir):
+                out("Some waits are past their deadline; see them with: swamp workflow waits --all")
             return
         table(
             [
                 [
                     w["waitId"],
                     w["workflowName"],
-                    w["runId"][:8],
+                    w["runId"],
                     f"{w['jobName']}.{w['stepName']}",
                     w["deadline"],
                     "expired" if w["expired"] else time_left(w["secondsLeft"]),
@@ -133,11 +191,15 @@ def workflow_waits(
                 for w in data["waits"]
             ],
             ["WAIT", "WORKFLOW", "RUN", "STEP", "DEADLINE", "LEFT", "SCHEMA"],
+            wide=wide,
+            drop=("DEADLINE", "RUN", "SCHEMA", "WORKFLOW"),
         )
-        out(
-            "Send one with: swamp workflow signal WAIT_ID --payload '<json>' "
-            "(see: swamp workflow wait show WAIT_ID)"
-        )
+        if any(not w["expired"] for w in data["waits"]):
+            out("Send one with: swamp workflow signal WAIT_ID --payload '<json>'")
+            out("  (its schema and an example: swamp workflow wait show WAIT_ID)")
+        if any(w["expired"] for w in data["waits"]):
+            out("An expired wait takes no signal (wait_expired); resuming its run fails the step")
+            out("  (wait_timeout): swamp workflow resume WORKFLOW --run RUN_ID")
 
     within: float | None = None
     if expiring_within is not None:
@@ -152,6 +214,16 @@ def workflow_waits(
         {"workflow": workflow_name, "expiringWithin": within, "all": True if show_all else None}
     )
     call(ctx, "workflow.waits", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+def _expired_waits(ctx: click.Context, payload: dict[str, Any], repo_dir: str | None) -> bool:
+    """Whether the same listing with --all would show expired waits (to say how to see them)."""
+    from ..protocol.requests import handle
+    from .common import _repo_dir
+
+    directory = _repo_dir(ctx, repo_dir)
+    request = {**payload, "all": True, **({"repoDir": directory} if directory else {})}
+    return any(w["expired"] for w in handle("workflow.waits", request)["waits"])
 
 
 def summarize_schema(schema: Any) -> str:
@@ -170,7 +242,7 @@ def summarize_schema(schema: Any) -> str:
     return str(schema.get("type", "schema"))
 
 
-@click.group("wait")
+@click.group("wait", cls=Group)
 def workflow_wait() -> None:
     """Inspect one signal wait.
 
@@ -181,7 +253,7 @@ def workflow_wait() -> None:
 
 
 @workflow_wait.command("show")
-@click.argument("wait_id", metavar="WAIT_ID")
+@click.argument("wait_id", metavar="WAIT_ID", shell_complete=wait_ids)
 @output_options
 @click.pass_context
 def workflow_wait_show(ctx: click.Context, wait_id: str, as_json: bool, repo_dir: str | None) -> None:

@@ -12,12 +12,14 @@ from .common import (
     input_options,
     output_options,
     read_inputs,
+    wide_option,
 )
+from .complete import history_args, workflow_names
 from .output import out, style
 
 
 @click.command("run")
-@click.argument("name")
+@click.argument("name", shell_complete=workflow_names)
 @input_options("An input value (repeatable): key=value, a.b=value, key:json=<json>.")
 @output_options
 @click.pass_context
@@ -53,13 +55,18 @@ def workflow_run(
 
 
 @click.command("list")
+@wide_option
 @output_options
 @click.pass_context
-def workflow_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> None:
+def workflow_list(ctx: click.Context, wide: bool, as_json: bool, repo_dir: str | None) -> None:
     """List the workflows of the repository.
 
+    At a narrow terminal the path is cut first; --wide shows every column whole.
+    On a pipe the table is plain, every cell whole; programs should read --json.
+
     \b
-    Example:
+    Examples:
+      swamp workflow list
       swamp workflow list --json
     """
     from .render import table
@@ -71,6 +78,7 @@ def workflow_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> No
         table(
             [[w["name"], str(w["jobs"]), str(w["steps"]), w["path"]] for w in data["workflows"]],
             ["NAME", "JOBS", "STEPS", "PATH"],
+            wide=wide,
         )
         for broken in data["broken"]:
             out(style(f"broken: {broken['path']}: {broken['error']['message']}", "red"))
@@ -79,7 +87,7 @@ def workflow_list(ctx: click.Context, as_json: bool, repo_dir: str | None) -> No
 
 
 @click.command("get")
-@click.argument("name")
+@click.argument("name", shell_complete=workflow_names)
 @output_options
 @click.pass_context
 def workflow_get(ctx: click.Context, name: str, as_json: bool, repo_dir: str | None) -> None:
@@ -123,7 +131,7 @@ def workflow_create(
 
 
 @click.command("validate")
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=workflow_names)
 @output_options
 @click.pass_context
 def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_dir: str | None) -> None:
@@ -182,19 +190,30 @@ def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_
 
 
 @click.command("history", context_settings={"ignore_unknown_options": False})
-@click.argument("args", nargs=-1, metavar="[NAME] | get RUN_ID_OR_PREFIX")
-@click.option("--limit", type=click.IntRange(min=1), help="At most this many runs.")
+@click.argument("args", nargs=-1, metavar="[NAME] | get RUN_ID_OR_PREFIX", shell_complete=history_args)
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N runs (N ≥ 1).")
+@wide_option
 @output_options
 @click.pass_context
 def workflow_history(
-    ctx: click.Context, args: tuple[str, ...], limit: int | None, as_json: bool, repo_dir: str | None
+    ctx: click.Context,
+    args: tuple[str, ...],
+    limit: int | None,
+    wide: bool,
+    as_json: bool,
+    repo_dir: str | None,
 ) -> None:
     """List runs, newest first, or show one run whole.
+
+    At a narrow terminal times are shown to the second and the duration gives way first; --wide
+    shows every column whole. On a pipe the table is plain, every cell whole; programs should
+    read --json.
 
     \b
     Examples:
       swamp workflow history             # every run
       swamp workflow history release     # the runs of one workflow
+      swamp workflow history --wide      # every column whole
       swamp workflow history get 3f2a    # one run, by ID or unique prefix
     """
     from .render import duration, run_tree, table
@@ -225,6 +244,8 @@ def workflow_history(
                     for r in data["runs"]
                 ],
                 ["RUN", "WORKFLOW", "STATUS", "CREATED", "TOOK"],
+                wide=wide,
+                drop=("TOOK", "WORKFLOW"),
             )
         for problem in data["unreadable"]:
             out(style(f"unreadable: {problem['message']}", "red"))

@@ -1,0 +1,114 @@
+"""Shell completion: `swamp completion bash|zsh|fish` prints the script, and the names and IDs
+that arguments complete to.
+
+The script is click's own (it runs `_SWAMP_COMPLETE=<shell>_complete swamp` with the words typed
+so far); what each argument completes to comes from the same requests as the listings (workflow
+names from `workflow.list`, run IDs from `workflow.history`, open wait IDs from `workflow.waits`),
+read from the repository the command line names (`--repo-dir`, `SWAMP_REPO_DIR`, or the current
+directory). Completion is never an error: outside a repository, or whatever goes wrong, there are
+no candidates and nothing is printed but them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .common import click
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+def _candidates(
+    ctx: click.Context, request: str, payload: dict[str, Any], pick: Callable[[dict[str, Any]], Any]
+) -> list[tuple[str, str]]:
+    """(value, help) pairs from one request, or none at all if anything goes wrong."""
+    try:
+        from ..protocol.requests import handle
+
+        directory = ctx.params.get("repo_dir") or ctx.find_root().params.get("repo_dir")
+        data = handle(request, {**payload, **({"repoDir": directory} if directory else {})})
+        return [(str(value), str(about)) for value, about in pick(data)]
+    except Exception:  # completion never fails and never prints a traceback
+        return []
+
+
+def _items(pairs: list[tuple[str, str]], incomplete: str) -> list[Any]:
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(value, help=about) for value, about in pairs if value.startswith(incomplete)]
+
+
+def workflow_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    def pick(data: dict[str, Any]) -> Any:
+        return ((w["name"], w.get("description") or "") for w in data["workflows"])
+
+    return _items(_candidates(ctx, "workflow.list", {}, pick), incomplete)
+
+
+def run_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Run IDs, newest first: of the workflow already named on the line, if any."""
+    workflow = ctx.params.get("workflow_name")
+    if workflow is None and param.name == "run_id":  # `W --run <Tab>`: click leaves W unparsed
+        workflow = next((word for word in ctx.args if not word.startswith("-")), None)
+    payload = {"workflow": workflow} if isinstance(workflow, str) else {}
+    def pick(data: dict[str, Any]) -> Any:
+        return ((r["runId"], f"{r['workflowName']} {r['status']} {r['createdAt']}") for r in data["runs"])
+
+    return _items(_candidates(ctx, "workflow.history", payload, pick), incomplete)
+
+
+def wait_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """The IDs of open (unexpired) waits."""
+    def pick(data: dict[str, Any]) -> Any:
+        return ((w["waitId"], f"{w['workflowName']} {w['jobName']}.{w['stepName']}") for w in data["waits"])
+
+    return _items(_candidates(ctx, "workflow.waits", {}, pick), incomplete)
+
+
+def workflow_or_wait(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """`reject WORKFLOW STEP` or `reject WAIT_ID`: both."""
+    if incomplete.startswith("wait_"):
+        return wait_ids(ctx, param, incomplete)
+    return [*workflow_names(ctx, param, incomplete), *wait_ids(ctx, param, incomplete)]
+
+
+def history_args(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """`history [NAME]` or `history get RUN`."""
+    from click.shell_completion import CompletionItem
+
+    given = ctx.params.get("args") or ()
+    if not given:
+        head = [CompletionItem("get", help="show one run whole")] if "get".startswith(incomplete) else []
+        return [*head, *workflow_names(ctx, param, incomplete)]
+    if tuple(given) == ("get",):
+        return run_ids(ctx, param, incomplete)
+    return []
+
+
+def model_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    pairs = _candidates(ctx, "model.list", {}, lambda data: ((m["name"], m["type"]) for m in data["models"]))
+    return _items(pairs, incomplete)
+
+
+@click.command("completion")
+@click.argument("shell", metavar="SHELL", type=click.Choice(SHELLS))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL (bash, zsh or fish).
+
+    Commands, options, workflow names, run IDs and open wait IDs complete with Tab.
+
+    \b
+    Examples:
+      eval "$(swamp completion bash)"                    # in ~/.bashrc
+      eval "$(swamp completion zsh)"                     # in ~/.zshrc
+      swamp completion fish > ~/.config/fish/completions/swamp.fish
+    """
+    from click.shell_completion import get_completion_class
+
+    from .main import cli
+    from .output import out
+
+    cls = get_completion_class(shell)
+    assert cls is not None  # the choices above are click's own shells
+    out(cls(cli, {}, "swamp", "_SWAMP_COMPLETE").source().rstrip("\n"))
