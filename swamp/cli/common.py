@@ -145,8 +145,34 @@ def _serve_command_jsonl(ctx: click.Context, param: click.Parameter, value: bool
     path = ctx.command_path.split(" ", 1)[1] if " " in ctx.command_path else ""
     # Eager: this runs before the command's own --repo-dir is parsed, so read it from the argv.
     argv = (ctx.find_root().obj or {}).get("argv", [])
+    ignored = _request_words(argv, path.split())
+    if ignored:
+        shown = " ".join(ignored)
+        raise click.UsageError(
+            "--jsonl reads each request's payload from stdin (one JSON object a line) and takes no "
+            f"arguments or options besides --repo-dir; give '{shown}' in the payloads instead",
+            ctx,
+        )
     local = _option_value(argv, "--repo-dir")
     ctx.exit(serve_stdio(repo_dir=_repo_dir(ctx, local), implied_type=COMMAND_REQUESTS[path]))
+
+
+def _request_words(argv: list[str], command: list[str]) -> list[str]:
+    """What the command line says after the command's words besides --jsonl, --json and
+    --repo-dir: arguments and request options, which --jsonl would silently ignore."""
+    at = 0
+    for word in command:  # the command's words, in order, after any options given before them
+        at = argv.index(word, at) + 1 if word in argv[at:] else at
+    rest, words = argv[at:], []
+    skip = False
+    for arg in rest:
+        if skip:
+            skip = False
+        elif arg == "--repo-dir":
+            skip = True
+        elif arg not in ("--jsonl", "--json") and not arg.startswith("--repo-dir="):
+            words.append(arg)
+    return words
 
 
 def _option_value(argv: list[str], name: str) -> str | None:
@@ -226,6 +252,11 @@ def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
 
 def _run_exit(data: dict[str, Any]) -> int:
     return EXIT_FAILED if data.get("status") in ("failed", "cancelled") else 0
+
+
+def _answer_exit(data: dict[str, Any]) -> int:
+    """signal/approve --resume: as resume when the run was continued, else 0 (it stays suspended)."""
+    return _run_exit(data["run"]) if data.get("continued") else 0
 
 
 class LazyGroup(click.Group):  # type: ignore[misc]
