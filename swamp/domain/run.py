@@ -56,6 +56,22 @@ from .waits import (
 FORMAT_VERSION = 1
 
 
+def _empty_explained(
+    read_payload: Callable[[], Any], wait: SignalWait, schema_problems: Callable[[Any, Any], list[Any]]
+) -> Callable[[], Any]:
+    """`read_payload`, whose refusal of an empty payload gives an example that fits this wait."""
+
+    def read() -> Any:
+        try:
+            return read_payload()
+        except PayloadMalformed as exc:
+            if exc.details.get("reason") == "empty":
+                raise empty_payload(wait, schema_problems) from None
+            raise
+
+    return read
+
+
 def empty_payload(wait: SignalWait, schema_problems: Callable[[Any, Any], list[Any]]) -> PayloadMalformed:
     """An empty payload, answered with an example that fits this wait (when one can be made)."""
     import json
@@ -727,6 +743,7 @@ class WorkflowRun:
         job, step = self.find_wait(wait_id)
         wait = step.wait
         assert wait is not None
+        read_payload = _empty_explained(read_payload, wait, schema_problems)
         if step.status != "waiting" or wait.outcome is not None:
             try:
                 offered: Any = read_payload()
@@ -741,12 +758,7 @@ class WorkflowRun:
             )
         if self.status != "suspended":
             self.ensure_suspended()
-        try:
-            payload = read_payload()
-        except PayloadMalformed as exc:
-            if exc.details.get("reason") == "empty":
-                raise empty_payload(wait, schema_problems) from None
-            raise
+        payload = read_payload()
         problems = schema_problems(payload, wait.schema)
         if problems:
             listed = "; ".join(str(p) for p in problems)
