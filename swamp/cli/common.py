@@ -193,7 +193,8 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
         is_eager=True,
         expose_value=False,
         callback=_serve_command_jsonl,
-        help="Read one JSON payload per stdin line and answer each with JSON-lines frames.",
+        help="Read one JSON payload per stdin line and answer each with JSON-lines frames "
+        "(no other argument or option but --repo-dir).",
     )(func)
     func = click.option(
         "--repo-dir",

@@ -122,7 +122,7 @@ def still_open(data: dict[str, Any]) -> None:
             f"--run {data['runId']}"
         )
         return
-    out(f"The run stays suspended ({data['runStatus']}); still open:")
+    out("The run stays suspended; still open:")
     for item in items:
         if item["kind"] == "wait":
             out(f"  a signal for {item['job']}.{item['step']} (wait {item['waitId']})")
