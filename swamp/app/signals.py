@@ -57,11 +57,11 @@ def signal(
     resume: bool = False,
     emit: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """With `resume`, the run is then continued under the same claim when nothing else is open
-    (continuation.py). Every check, payload and schema included, is made first on the record read without the
+    """Every check, payload and schema included, is made first on the record read without the
     claim (WAIT-016): a slow or hostile payload never holds the claim. Then, under the claim, the
     record is read again and what can have changed since (the step, the deadline, the run's status)
-    is checked again with the payload already read and checked."""
+    is checked again with the payload already read and checked. With `resume`, the run is then
+    continued under that same claim when nothing else is open (continuation.py)."""
     user, on_behalf_of = app.user, app.on_behalf_of
     found = _read_unclaimed(app, wait_id)
     now = app.clock.now()
