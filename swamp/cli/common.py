@@ -53,7 +53,7 @@ def call(
     directory = _repo_dir(ctx, repo_dir)
     if directory is not None:
         payload = {**payload, "repoDir": directory}
-    if request not in QUICK_REQUESTS or not gc.isenabled():
+    if request not in QUICK_REQUESTS or payload.get("resume") or not gc.isenabled():
         _answer(ctx, request, payload, use_json, render, progress, exit_code)
         return
     # A quick request reads a few records and writes at most one, and the process ends with it:
@@ -100,7 +100,8 @@ def _answer(
         ctx.exit(code)
 
 
-# Requests that neither run steps nor load extension code, so their process is short (see `call`).
+# Requests that neither run steps nor load extension code, so their process is short (see `call`);
+# not when their payload says `resume` (signal --resume executes the run).
 QUICK_REQUESTS = frozenset(
     {
         "workflow.signal",

@@ -120,12 +120,12 @@ def workflow_signal(
                 "nothing was recorded"
             )
             return
-        sig = data["signal"]
         if data.get("continued"):
             from .render import run_outcome
 
             run_outcome(data["run"])
             return
+        sig = data["signal"]
         out(
             f"{style('Signal accepted', 'green')}: {sig['id']} for wait {data['waitId']} "
             f"(step {data['jobName']}.{data['stepName']} of {data['workflowName']}, run {data['runId']})"
