@@ -147,6 +147,8 @@ def _serve_command_jsonl(ctx: click.Context, param: click.Parameter, value: bool
     # Eager: this runs before the command's own --repo-dir is parsed, so read it from the argv.
     argv = (ctx.find_root().obj or {}).get("argv", [])
     ignored = _request_words(argv, path.split())
+    if {"-h", "--help"} & set(ignored):
+        return  # the help option, eager too, prints the help and ends the command
     if ignored:
         shown = " ".join(ignored)
         raise click.UsageError(
