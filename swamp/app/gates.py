@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..domain.run import WorkflowRun
+from ..engine.ports import Emit
+from ..store.claim import RunClaim
 from .access import change_run, resolve_run, suspended_runs
 from .context import App
 
@@ -19,7 +21,11 @@ def decide(
     job: str | None = None,
     reason: str | None = None,
     claim_timeout: float | None = None,
+    resume: bool = False,
+    emit: Emit | None = None,
 ) -> dict[str, Any]:
+    """With `resume` (approve only), the run is then continued under the same claim when nothing
+    else is open (continuation.py)."""
     run = resolve_run(app, workflow_ref, run_ref, ["suspended"], verb="approve" if approved else "reject")
     user, on_behalf_of = app.user, app.on_behalf_of
 
@@ -31,9 +37,19 @@ def decide(
         assert step_run.approval is not None and step_run.approval.decision is not None
         return {"jobName": job_run.name, "stepName": step_run.name, **step_run.approval.decision.as_outputs()}
 
-    saved, decision = change_run(
-        app, run, apply, purpose="approve" if approved else "reject", claim_timeout=claim_timeout
-    )
+    outcome: dict[str, Any] | None = None
+    if resume:
+        from .continuation import continue_if_nothing_open
+
+        with RunClaim(app.layout, run.id, timeout=claim_timeout, purpose="approve"):
+            saved = app.runs.load(run.workflowId, run.id)
+            decision = apply(saved)
+            app.runs.save(saved)
+            outcome = continue_if_nothing_open(app, saved, emit)
+    else:
+        saved, decision = change_run(
+            app, run, apply, purpose="approve" if approved else "reject", claim_timeout=claim_timeout
+        )
     remaining = [s.name for _, s in saved.open_gates(app.clock.now())]
     doc: dict[str, Any] = {
         "runId": saved.id,
@@ -51,6 +67,15 @@ def decide(
         doc["next"] += [f"swamp workflow signal {w} --payload '<json>'" for w in waits]
         if not remaining and not waits:
             doc["next"] = [f"swamp workflow resume {saved.workflowName} --run {saved.id}"]
+    if outcome is not None:
+        from .continuation import answer_commands
+
+        doc.update(outcome)
+        if outcome["continued"]:
+            doc["runStatus"] = outcome["run"]["status"]
+            del doc["next"]  # the run document says what comes next
+        else:
+            doc["next"] = answer_commands(saved, outcome["stillOpen"])
     return doc
 
 

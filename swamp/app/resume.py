@@ -80,22 +80,11 @@ def resume(
                 raise
         else:
             expired = prepare_continue(app, run)
-        run.resume(now, sorted((inputs or {}).keys()))
-        app.runs.save(run)
-        for job_name, step in expired:
-            (emit or (lambda event: None))(
-                {
-                    "event": "step_failed",
-                    "at": iso(now),
-                    "job": job_name,
-                    "step": step.name,
-                    "error": step.error,
-                    "reason": step.reason,
-                    "allowedFailure": step.allowedFailure,
-                }
-            )
-        WorkflowExecutor(workflow, run, engine_services(app, emit), inputs=merged).execute(resumed=True)
-    doc = run_document(app, run)
+        _execute(app, run, workflow, merged, expired, sorted((inputs or {}).keys()), emit)
+    return _with_changes(run_document(app, run), changes)
+
+
+def _with_changes(doc: dict[str, Any], changes: list[str]) -> dict[str, Any]:
     doc["definitionChanged"] = bool(changes)
     if changes:
         doc["definitionChanges"] = changes
@@ -118,6 +107,44 @@ def file_changes(app: App, run: WorkflowRun, saved: Workflow) -> tuple[list[str]
 
 def _normal(workflow: Workflow) -> dict[str, Any]:
     return workflow.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def continue_claimed(app: App, run: WorkflowRun, emit: Emit | None = None) -> dict[str, Any]:
+    """Continue a suspended run whose claim the caller holds, as `resume` without --from or inputs
+    does (refusing while a wait or gate is open); returns the run document."""
+    workflow = workflow_of(run)
+    expired = prepare_continue(app, run)
+    changes, _ = file_changes(app, run, workflow)
+    _execute(app, run, workflow, _deep_merge(run.inputs, {}), expired, [], emit)
+    return _with_changes(run_document(app, run), changes)
+
+
+def _execute(
+    app: App,
+    run: WorkflowRun,
+    workflow: Any,
+    inputs: dict[str, Any],
+    expired: list[tuple[str, Any]],
+    input_keys: list[str],
+    emit: Emit | None,
+) -> None:
+    """Mark the run running, report the steps whose deadline failed them, and execute the rest."""
+    now = app.clock.now()
+    run.resume(now, input_keys)
+    app.runs.save(run)
+    for job_name, step in expired:
+        (emit or (lambda event: None))(
+            {
+                "event": "step_failed",
+                "at": iso(now),
+                "job": job_name,
+                "step": step.name,
+                "error": step.error,
+                "reason": step.reason,
+                "allowedFailure": step.allowedFailure,
+            }
+        )
+    WorkflowExecutor(workflow, run, engine_services(app, emit), inputs=inputs).execute(resumed=True)
 
 
 def prepare_retry(run: WorkflowRun, from_step: str, workflow: Any) -> None:

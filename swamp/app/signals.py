@@ -54,11 +54,14 @@ def signal(
     *,
     check_only: bool = False,
     claim_timeout: float | None = None,
+    resume: bool = False,
+    emit: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Every check, payload and schema included, is made first on the record read without the
     claim (WAIT-016): a slow or hostile payload never holds the claim. Then, under the claim, the
     record is read again and what can have changed since (the step, the deadline, the run's status)
-    is checked again with the payload already read and checked."""
+    is checked again with the payload already read and checked. With `resume`, the run is then
+    continued under that same claim when nothing else is open (continuation.py)."""
     user, on_behalf_of = app.user, app.on_behalf_of
     found = _read_unclaimed(app, wait_id)
     now = app.clock.now()
@@ -100,9 +103,13 @@ def signal(
         app.runs.save(run, settled_only=True)
         signal_id = receipt.id if receipt else None
         app.runs.append_audit(run, _audit(now, user, on_behalf_of, wait_id, "accepted", signal_id))
+        if resume:
+            from .continuation import answer_commands, continue_if_nothing_open
+
+            outcome = continue_if_nothing_open(app, run, emit)
     assert receipt is not None
     still_open = [s.wait.waitId for _, s in run.open_waits(now) if s.wait is not None]
-    return {
+    doc: dict[str, Any] = {
         "waitId": wait_id,
         "runId": run.id,
         "workflowName": run.workflowName,
@@ -116,6 +123,14 @@ def signal(
         if not still_open
         else [f"swamp workflow signal {w} --payload '<json>'" for w in still_open],
     }
+    if resume:
+        doc.update(outcome)
+        if outcome["continued"]:
+            doc["runStatus"] = outcome["run"]["status"]
+            del doc["next"]  # the run document says what comes next
+        else:
+            doc["next"] = answer_commands(run, outcome["stillOpen"])
+    return doc
 
 
 def _audit(

@@ -75,7 +75,7 @@ def call(
     directory = _repo_dir(ctx, repo_dir)
     if directory is not None:
         payload = {**payload, "repoDir": directory}
-    if request not in QUICK_REQUESTS or not gc.isenabled():
+    if request not in QUICK_REQUESTS or payload.get("resume") or not gc.isenabled():
         _answer(ctx, request, payload, use_json, render, progress, exit_code)
         return
     # A quick request reads a few records and writes at most one, and the process ends with it:
@@ -122,7 +122,8 @@ def _answer(
         ctx.exit(code)
 
 
-# Requests that neither run steps nor load extension code, so their process is short (see `call`).
+# Requests that neither run steps nor load extension code, so their process is short (see `call`);
+# not when their payload says `resume` (signal --resume executes the run).
 QUICK_REQUESTS = frozenset(
     {
         "workflow.signal",
@@ -167,8 +168,36 @@ def _serve_command_jsonl(ctx: click.Context, param: click.Parameter, value: bool
     path = ctx.command_path.split(" ", 1)[1] if " " in ctx.command_path else ""
     # Eager: this runs before the command's own --repo-dir is parsed, so read it from the argv.
     argv = (ctx.find_root().obj or {}).get("argv", [])
+    ignored = _request_words(argv, path.split())
+    if {"-h", "--help"} & set(ignored):
+        return  # the help option, eager too, prints the help and ends the command
+    if ignored:
+        shown = " ".join(ignored)
+        raise click.UsageError(
+            "--jsonl reads each request's payload from stdin (one JSON object a line) and takes no "
+            f"arguments or options besides --repo-dir; give '{shown}' in the payloads instead",
+            ctx,
+        )
     local = _option_value(argv, "--repo-dir")
     ctx.exit(serve_stdio(repo_dir=_repo_dir(ctx, local), implied_type=COMMAND_REQUESTS[path]))
+
+
+def _request_words(argv: list[str], command: list[str]) -> list[str]:
+    """What the command line says after the command's words besides --jsonl, --json and
+    --repo-dir: arguments and request options, which --jsonl would silently ignore."""
+    at = 0
+    for word in command:  # the command's words, in order, after any options given before them
+        at = argv.index(word, at) + 1 if word in argv[at:] else at
+    rest, words = argv[at:], []
+    skip = False
+    for arg in rest:
+        if skip:
+            skip = False
+        elif arg == "--repo-dir":
+            skip = True
+        elif arg not in ("--jsonl", "--json") and not arg.startswith("--repo-dir="):
+            words.append(arg)
+    return words
 
 
 def _option_value(argv: list[str], name: str) -> str | None:
@@ -189,7 +218,8 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
         is_eager=True,
         expose_value=False,
         callback=_serve_command_jsonl,
-        help="Read one JSON payload per stdin line and answer each with JSON-lines frames.",
+        help="Read one JSON payload per stdin line and answer each with JSON-lines frames "
+        "(no other argument or option but --repo-dir).",
     )(func)
     func = click.option(
         "--repo-dir",
@@ -258,6 +288,11 @@ def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
 
 def _run_exit(data: dict[str, Any]) -> int:
     return EXIT_FAILED if data.get("status") in ("failed", "cancelled") else 0
+
+
+def _answer_exit(data: dict[str, Any]) -> int:
+    """signal/approve --resume: as resume when the run was continued, else 0 (it stays suspended)."""
+    return _run_exit(data["run"]) if data.get("continued") else 0
 
 
 class Group(click.Group):  # type: ignore[misc]

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .common import (
+    _answer_exit,
     _drop_none,
     _run_exit,
     call,
@@ -51,9 +52,16 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
         claim_timeout: float | None,
         as_json: bool,
         repo_dir: str | None,
+        resume: bool = False,
     ) -> None:
         def render(data: dict[str, Any]) -> None:
             from .render import who
+
+            if data.get("continued"):
+                from .render import run_outcome
+
+                run_outcome(data["run"])
+                return
 
             word = style("Approved", "green") if data["approved"] else style("Rejected", "red")
             what = f"step {data['stepName']}"
@@ -63,6 +71,10 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
             out(f"{word} {what} of {data['workflowName']} (run {data['runId']}) as {by}")
             if not data["approved"]:
                 out(f"The run is now {data['runStatus']}.")
+            if "stillOpen" in data:
+                from .render import still_open
+
+                still_open(data)
             for command in data.get("next", []):
                 out(f"  Next: {command}")
 
@@ -79,19 +91,43 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
                     "job": job,
                     "reason": reason,
                     "claimTimeout": claim_timeout,
+                    "resume": True if resume else None,
                 }
             )
-        call(ctx, f"workflow.{verb}", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+        if not resume:
+            call(ctx, f"workflow.{verb}", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+            return
+        from .render import AnswerProgress
+
+        call(
+            ctx,
+            f"workflow.{verb}",
+            payload,
+            as_json=as_json,
+            repo_dir=repo_dir,
+            render=render,
+            progress=AnswerProgress("Approved"),
+            exit_code=_answer_exit,
+        )
 
     return command
 
 
 approve = click.command(
     "approve",
-    help="Approve the gate STEP of a suspended run of WORKFLOW.\n\n\b\nExamples:\n"
+    help="Approve the gate STEP of a suspended run of WORKFLOW. With --resume the run continues in "
+    "this command once nothing else is open (exit codes then as for resume)."
+    "\n\n\b\nExamples:\n"
     "  swamp workflow approve release gate\n"
-    "  swamp workflow approve release gate --run 3f2a --reason 'looks good'",
-)(_decision_command(True))
+    "  swamp workflow approve release gate --run 3f2a --reason 'looks good'\n"
+    "  swamp workflow approve release gate --resume",
+)(
+    click.option(
+        "--resume",
+        is_flag=True,
+        help="Then continue the run here, as `resume` would, when nothing else is open.",
+    )(_decision_command(True))
+)
 reject = click.command(
     "reject",
     help="Reject the gate STEP of a suspended run of WORKFLOW, or the signal wait WAIT_ID; the run fails."

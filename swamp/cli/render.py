@@ -97,6 +97,40 @@ class RunProgress:
                 out(line)
 
 
+class AnswerProgress:
+    """signal/approve --resume: says the answer was taken and the run goes on, then shows the
+    continuation as `resume` does (RunProgress)."""
+
+    def __init__(self, headline: str) -> None:
+        self._headline: str | None = headline
+        self._progress = RunProgress()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self._headline is not None:
+            run_id = event.get("runId")
+            which = f"run {run_id} of {event.get('workflow')}" if run_id else "the run"
+            out(f"{style(self._headline, 'green')}; continuing {which}")
+            self._headline = None
+        self._progress(event)
+
+
+def still_open(data: dict[str, Any]) -> None:
+    """What keeps a run suspended after an answer with --resume (the result's `stillOpen`)."""
+    items = data.get("stillOpen") or []
+    if not items:
+        out(
+            f"The run was not continued; continue it with: swamp workflow resume {data['workflowName']} "
+            f"--run {data['runId']}"
+        )
+        return
+    out("The run stays suspended; still open:")
+    for item in items:
+        if item["kind"] == "wait":
+            out(f"  a signal for {item['job']}.{item['step']} (wait {item['waitId']})")
+        else:
+            out(f"  an approval of {item['job']}.{item['step']}")
+
+
 def run_outcome(doc: dict[str, Any]) -> None:
     status = doc["status"]
     name = doc["workflowName"]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .common import (
     Group,
+    _answer_exit,
     _drop_none,
     call,
     claim_option,
@@ -15,31 +17,79 @@ from .common import (
     output_options,
     wide_option,
 )
-from .complete import wait_ids, workflow_names
+from .complete import run_ids, wait_ids, workflow_names
 from .output import out, style
 
 MAX_STDIN_PAYLOAD = 16 * 1024 + 1
 
 
+def wait_address_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--run/--step/--job: the wait of a step, instead of WAIT_ID."""
+    func = click.option(
+        "--job", metavar="JOB", help="With --step: the job, when the step name is in several."
+    )(func)
+    func = click.option(
+        "--step",
+        metavar="STEP",
+        help="With --run, instead of WAIT_ID: the step whose wait it is (an expanded forEach name too).",
+    )(func)
+    return click.option(
+        "--run",
+        "run_id",
+        metavar="RUN_ID",
+        shell_complete=run_ids,
+        help="With --step: the run (ID or prefix) holding the wait.",
+    )(func)
+
+
+def wait_address(
+    wait_id: str | None, run_id: str | None, step: str | None, job: str | None
+) -> dict[str, Any]:
+    """The request fields naming the wait: WAIT_ID (an ID or a unique prefix), or --run and --step."""
+    if wait_id is not None:
+        if run_id or step or job:
+            raise click.UsageError("give WAIT_ID, or --run RUN_ID --step STEP to name the wait, not both")
+        return {"waitId": wait_id}
+    if not run_id or not step:
+        raise click.UsageError(
+            "name the wait: WAIT_ID (or a unique prefix such as wait_3bqx), or --run RUN_ID --step STEP"
+        )
+    return _drop_none({"run": run_id, "step": step, "job": job})
+
+
 @click.command("signal")
-@click.argument("wait_id", metavar="WAIT_ID", shell_complete=wait_ids)
+@click.argument("wait_id", metavar="[WAIT_ID]", required=False, shell_complete=wait_ids)
 @click.option("--payload", "payload_text", metavar="JSON", help="The message: JSON text, or - to read stdin.")
 @click.option("--payload-file", type=click.Path(dir_okay=False), help="Read the message from FILE.")
 @click.option("--check", is_flag=True, help="Validate the message against the wait without recording it.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Then continue the run here, as `resume` would, when nothing else is open.",
+)
+@wait_address_options
 @claim_option
 @output_options
 @click.pass_context
 def workflow_signal(
     ctx: click.Context,
-    wait_id: str,
+    wait_id: str | None,
     payload_text: str | None,
     payload_file: str | None,
     check: bool,
+    resume: bool,
+    run_id: str | None,
+    step: str | None,
+    job: str | None,
     claim_timeout: float | None,
     as_json: bool,
     repo_dir: str | None,
 ) -> None:
     """Deliver a JSON message to the open wait WAIT_ID (checked against the wait's schema).
+
+    WAIT_ID may be a unique prefix of the ID (wait_ and at least 4 more characters); or name the
+    wait by its run and step with --run and --step. With --resume the run continues in this
+    command once nothing else is open (exit codes then as for resume).
 
     At a terminal, without --payload or --payload-file, it asks for the message from the wait's
     schema, shows it, and sends it only once you confirm.
@@ -47,13 +97,18 @@ def workflow_signal(
     \b
     Examples:
       swamp workflow signal wait_3bq... --payload '{"verdict":"ship"}'
+      swamp workflow signal wait_3bqx --payload '{"verdict":"ship"}' --resume
+      swamp workflow signal --run 3f2a --step review --payload '{"verdict":"fix"}'
       echo '{"verdict":"fix"}' | swamp workflow signal wait_3bq... --payload -
       swamp workflow signal wait_3bq... --payload-file verdict.json --check
       swamp workflow signal wait_3bq...     # at a terminal: asks, then confirms
     """
+    address = wait_address(wait_id, run_id, step, job)
+    if check and resume:
+        raise click.UsageError("--check records nothing, so it cannot --resume the run; give one of them")
     raw: bytes
     if payload_text is None and payload_file is None and _at_terminal(ctx, as_json):
-        raw = _prompted(ctx, {"waitId": wait_id}, repo_dir)  # the payload prompt (swamp/cli/prompt.py)
+        raw = _prompted(ctx, address, repo_dir)  # the payload prompt (swamp/cli/prompt.py)
     elif (payload_text is None) == (payload_file is None):
         raise click.UsageError(
             "give the message with exactly one of --payload JSON, --payload - or --payload-file FILE"
@@ -79,23 +134,47 @@ def workflow_signal(
                 "nothing was recorded"
             )
             return
+        if data.get("continued"):
+            from .render import run_outcome
+
+            run_outcome(data["run"])
+            return
         sig = data["signal"]
         out(
             f"{style('Signal accepted', 'green')}: {sig['id']} for wait {data['waitId']} "
             f"(step {data['jobName']}.{data['stepName']} of {data['workflowName']}, run {data['runId']})"
         )
+        if "stillOpen" in data:
+            from .render import still_open
+
+            still_open(data)
         for command in data.get("next", []):
             out(f"  Next: {command}")
 
     payload = _drop_none(
         {
-            "waitId": wait_id,
+            **address,
             "payloadText": raw,
             "claimTimeout": claim_timeout,
             "check": True if check else None,
+            "resume": True if resume else None,
         }
     )
-    call(ctx, "workflow.signal", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+    if not resume:
+        call(ctx, "workflow.signal", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+        return
+    from .render import AnswerProgress
+
+    call(
+        ctx,
+        "workflow.signal",
+        payload,
+        as_json=as_json,
+        repo_dir=repo_dir,
+        render=render,
+        progress=AnswerProgress("Signal accepted"),
+        exit_code=_answer_exit,
+    )
 
 
 def _at_terminal(ctx: click.Context, as_json: bool) -> bool:
@@ -253,15 +332,29 @@ def workflow_wait() -> None:
 
 
 @workflow_wait.command("show")
-@click.argument("wait_id", metavar="WAIT_ID", shell_complete=wait_ids)
+@click.argument("wait_id", metavar="[WAIT_ID]", required=False, shell_complete=wait_ids)
+@wait_address_options
 @output_options
 @click.pass_context
-def workflow_wait_show(ctx: click.Context, wait_id: str, as_json: bool, repo_dir: str | None) -> None:
+def workflow_wait_show(
+    ctx: click.Context,
+    wait_id: str | None,
+    run_id: str | None,
+    step: str | None,
+    job: str | None,
+    as_json: bool,
+    repo_dir: str | None,
+) -> None:
     """Show wait WAIT_ID whole: its schema and an example payload, or its receipt once settled.
 
+    WAIT_ID may be a unique prefix of the ID; or name the wait by its run and step with --run and
+    --step.
+
     \b
-    Example:
+    Examples:
       swamp workflow wait show wait_3bq...
+      swamp workflow wait show wait_3bqx
+      swamp workflow wait show --run 3f2a --step review-eu
     """
     import json
 
@@ -285,4 +378,5 @@ def workflow_wait_show(ctx: click.Context, wait_id: str, as_json: bool, repo_dir
         for command in data.get("next", []):
             out(f"  Next: {command}")
 
-    call(ctx, "workflow.wait.show", {"waitId": wait_id}, as_json=as_json, repo_dir=repo_dir, render=render)
+    address = wait_address(wait_id, run_id, step, job)
+    call(ctx, "workflow.wait.show", address, as_json=as_json, repo_dir=repo_dir, render=render)

@@ -21,6 +21,10 @@ from .errors import SwampError
 from .records import ANY, NUMBER, STR, Reader, nested, one_of, optional
 
 WAIT_ID = re.compile(r"^wait_[a-z2-7]{26}$")
+# A wait may also be named by a unique prefix of its ID: `wait_` and at least MIN_WAIT_PREFIX of its
+# 26 characters (20 bits: among a repository's waits a clash is rare, and then refused as ambiguous).
+MIN_WAIT_PREFIX = 4
+WAIT_PREFIX = re.compile(rf"^wait_[a-z2-7]{{{MIN_WAIT_PREFIX},25}}$")
 LONGEST_INTEGER = 309  # digits: a longer integer is beyond every finite 64-bit float (~1.8e308)
 SIGNAL_ID = re.compile(r"^sig_[a-z2-7]{26}$")
 MAX_PAYLOAD_BYTES = 16 * 1024
@@ -34,6 +38,10 @@ WAIT_KINDS = ("signal",)
 
 class WaitNotFound(SwampError):
     code = "wait_not_found"
+
+
+class WaitAmbiguous(SwampError):
+    code = "wait_ambiguous"
 
 
 class WaitExpired(SwampError):
@@ -83,6 +91,21 @@ def check_wait_id(text: str) -> str:
             {"waitId": text if isinstance(text, str) else None, "reason": "malformed"},
         )
     return text
+
+
+def check_wait_ref(text: str) -> bool:
+    """Whether `text` is a whole wait ID (True) or a prefix of one (False); anything else is refused
+    with wait_not_found (reason malformed) before any lookup."""
+    if isinstance(text, str) and WAIT_ID.fullmatch(text):
+        return True
+    if isinstance(text, str) and WAIT_PREFIX.fullmatch(text):
+        return False
+    shown = repr(text)[:80]
+    raise WaitNotFound(
+        f"{shown} is not a wait ID (wait_ followed by 26 letters a-z and digits 2-7) nor a prefix of one "
+        f"(wait_ and at least {MIN_WAIT_PREFIX} of them); list open waits with: swamp workflow waits",
+        {"waitId": text if isinstance(text, str) else None, "reason": "malformed"},
+    )
 
 
 def payload_digest(payload: Any) -> str:
@@ -192,7 +215,7 @@ def parse_payload(raw: bytes | str) -> Any:
     if text.startswith("\ufeff"):
         raise PayloadMalformed("The payload starts with a byte-order mark; send plain UTF-8 JSON")
     if not text.strip():
-        raise PayloadMalformed('The payload is empty; send a JSON value such as {"verdict": "ship"}')
+        raise PayloadMalformed("The payload is empty; send a JSON value", {"reason": "empty"})
     try:
         value = json.loads(
             text,
@@ -206,7 +229,12 @@ def parse_payload(raw: bytes | str) -> Any:
     except RecursionError:
         raise PayloadMalformed(f"The payload is nested too deeply (limit {MAX_PAYLOAD_DEPTH})") from None
     except ValueError as exc:
-        raise PayloadMalformed(f"The payload is not valid JSON: {exc}") from None
+        hint = ""
+        if text.startswith("@"):  # curl's habit: `--payload @verdict.json` means a file here too
+            named = text[1:].strip()
+            shown = named if named and len(named) <= 200 and named.isprintable() else "FILE"
+            hint = f"; to send the contents of a file, use --payload-file {shown}"
+        raise PayloadMalformed(f"The payload is not valid JSON: {exc}{hint}") from None
     check_payload_value(value)
     return value
 

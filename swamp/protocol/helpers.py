@@ -95,7 +95,12 @@ class Helpers:
         answers: its frames go to `write_lines`, then `done` is called (also when a helper dies
         first). False when no helper is ready or nothing else is in flight: the caller answers it
         itself."""
-        if request.type not in HANDED_OFF or self._state != "ready" or self._in_flight < HAND_OFF_AT:
+        if (
+            request.type not in HANDED_OFF
+            or request.executes
+            or self._state != "ready"
+            or self._in_flight < HAND_OFF_AT
+        ):
             return False
         pending = (request, write_lines, done)
         while True:
@@ -181,6 +186,7 @@ class Request:
     number: int
     repo_dir: str | None = None
     actor: Actor | None = None  # who sent it (a socket peer); None: the parent's own user
+    executes: bool = False  # it may go on to execute a run (`resume: true`): never handed off
 
 
 _Pending = tuple[Request, Callable[[str], None], Callable[[], None]]

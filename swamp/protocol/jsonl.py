@@ -346,7 +346,8 @@ def _serve_lines(
                 pool.submit(_answer_then, slots.release, writer, request_id, request_type, payload, number)
                 continue
             helpers.arrived(request_type)
-            request = Request(request_id, request_type, line, number, repo_dir)
+            executes = payload.get("resume") is True  # continues a run: streamed from here
+            request = Request(request_id, request_type, line, number, repo_dir, executes=executes)
             finish = functools.partial(_finished, helpers, request_type, slots.release)
             if not helpers.hand_off(request, writer.write_lines, finish):
                 pool.submit(_answer_here_or_there, writer, helpers, request, payload, finish)

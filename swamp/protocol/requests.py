@@ -84,22 +84,27 @@ def _workflow_history_get(payload: dict[str, Any], emit: Emit, actor: Actor | No
 
 
 def _workflow_approve(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
-    return _decide(payload, actor, approved=True)
+    return _decide(payload, actor, approved=True, emit=emit)
 
 
 def _workflow_reject(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     return _decide(payload, actor, approved=False)
 
 
-def _decide(payload: dict[str, Any], actor: Actor | None, *, approved: bool) -> dict[str, Any]:
+def _decide(
+    payload: dict[str, Any], actor: Actor | None, *, approved: bool, emit: Emit | None = None
+) -> dict[str, Any]:
     from ..app.gates import decide, reject_wait
 
     if payload.get("waitId") is not None:
         if approved or payload.get("step") or payload.get("workflow"):
             raise InvalidRequest("'waitId' goes with workflow.reject alone, without 'workflow' and 'step'")
+        from ..app.waitref import resolve_wait
+
+        app = _app(payload, actor)
         return reject_wait(
-            _app(payload, actor),
-            payload["waitId"],
+            app,
+            resolve_wait(app, payload["waitId"]),
             reason=payload.get("reason"),
             claim_timeout=payload.get("claimTimeout"),
         )
@@ -116,6 +121,8 @@ def _decide(payload: dict[str, Any], actor: Actor | None, *, approved: bool) -> 
         job=payload.get("job"),
         reason=payload.get("reason"),
         claim_timeout=payload.get("claimTimeout"),
+        resume=bool(payload.get("resume")),
+        emit=emit,
     )
 
 
@@ -158,6 +165,8 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit, actor: Actor | None) -
     has_value, has_text = "payload" in payload, "payloadText" in payload
     if has_value == has_text:
         raise InvalidRequest("workflow.signal needs exactly one of 'payload' (a JSON value) or 'payloadText'")
+    if payload.get("check") and payload.get("resume"):
+        raise InvalidRequest("'check' records nothing, so it cannot 'resume' the run; give one of them")
     if has_text:
         text = payload["payloadText"]
 
@@ -184,12 +193,28 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit, actor: Actor | None) -
                 raise PayloadMalformed(f"The payload cannot be read as JSON: {exc}") from None
             return parse_payload(text)
 
+    app = _app(payload, actor)
     return signal(
-        _app(payload, actor),
-        payload["waitId"],
+        app,
+        _wait_id(app, payload),
         read,
         check_only=bool(payload.get("check")),
         claim_timeout=payload.get("claimTimeout"),
+        resume=bool(payload.get("resume")),
+        emit=emit,
+    )
+
+
+def _wait_id(app: Any, payload: dict[str, Any]) -> str:
+    """The whole wait ID a payload names: `waitId` (an ID or a unique prefix), or `run` + `step`
+    (+ `job`). A whole ID is taken as it is, without importing the resolver (the signal fast path)."""
+    wait_ref = payload.get("waitId")
+    if isinstance(wait_ref, str) and len(wait_ref) == 31 and not ({"run", "step", "job"} & payload.keys()):
+        return wait_ref  # checked against the wait-ID pattern by the use case, as ever
+    from ..app.waitref import resolve_wait
+
+    return resolve_wait(
+        app, wait_ref, run_ref=payload.get("run"), step=payload.get("step"), job=payload.get("job")
     )
 
 
@@ -225,7 +250,8 @@ def _workflow_waits(payload: dict[str, Any], emit: Emit, actor: Actor | None) ->
 def _workflow_wait_show(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.signals import show_wait
 
-    return show_wait(_app(payload, actor), payload["waitId"])
+    app = _app(payload, actor)
+    return show_wait(app, _wait_id(app, payload))
 
 
 def parse_duration(text: str) -> float:

@@ -52,6 +52,12 @@ SERVE_TYPES = frozenset({"serve.status", "cancel"})
 RUN_TYPES = frozenset({"workflow.run", "workflow.resume"})
 
 
+def executes(request_type: str, payload: Any) -> bool:
+    """Whether answering the request may execute a run: run, resume, and an answer that continues
+    the run (`resume: true` on workflow.signal or workflow.approve), which then continues it itself."""
+    return request_type in RUN_TYPES or (isinstance(payload, dict) and payload.get("resume") is True)
+
+
 @dataclass
 class ServeOptions:
     repo_dir: str | None = None
@@ -193,7 +199,7 @@ class Server:
             return self.cancel(flight, payload)
         if self.shutting_down.is_set():
             raise ShuttingDown("swamp serve is shutting down and takes no new requests; reconnect later")
-        if request_type in RUN_TYPES:
+        if executes(request_type, payload):
             return self._hosted(flight, request_type, payload, emit)
         data = handle(request_type, payload, emit, flight.actor)
         if (
@@ -417,7 +423,15 @@ class Server:
                 continue
             slots.acquire()  # waits while MAX_PIPELINED requests of this connection are unanswered
             self.helpers.arrived(request_type)
-            request = Request(request_id, request_type, line, number, self.options.repo_dir, actor)
+            request = Request(
+                request_id,
+                request_type,
+                line,
+                number,
+                self.options.repo_dir,
+                actor,
+                executes=executes(request_type, payload),
+            )
             self.submit(writer, conn, request_id, request_type, payload, request, actor, slots.release)
 
     def listen(self, path: str) -> None:

@@ -325,6 +325,39 @@ class RunRepository:
                 return run
         return None
 
+    def wait_ids_starting(self, prefix: str) -> list[str]:
+        """Every wait ID that starts with `prefix` (a checked wait-ID prefix), sorted: the wait
+        index's names and the waits of the active runs (so an open wait whose index entry is
+        missing still makes a prefix ambiguous); when neither names one, the waits every record
+        holds (retired ones included)."""
+        self._no_links(str(self._waits_dir))
+        try:
+            names = os.listdir(self._waits_dir)
+        except FileNotFoundError:
+            names = []
+        except OSError as exc:
+            raise StorageError.from_os_error(exc, "list the wait index") from None
+        found = {n[: -len(".json")] for n in names if n.startswith(prefix) and n.endswith(".json")}
+        active, _ = self.active_runs()
+        found.update(
+            s.wait.waitId
+            for run in active
+            for _, s in run.steps()
+            if s.wait is not None and s.wait.waitId.startswith(prefix)
+        )
+        if not found:
+            needle = prefix.encode()
+            for path in self.record_paths():
+                if needle not in read_file(path):
+                    continue
+                try:
+                    run = self.load_path(path)
+                except (RunUnreadable, StorageError):
+                    continue
+                held = [s.wait.waitId for _, s in run.steps() if s.wait is not None] + run.retiredWaitIds
+                found.update(w for w in held if w.startswith(prefix))
+        return sorted(found)
+
     def audit_path(self, run: WorkflowRun) -> Path:
         return Path(self._audit_file(run))
 

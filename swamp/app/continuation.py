@@ -1,0 +1,57 @@
+"""Continue on answer: `signal --resume` and `approve --resume` continue the run in the same command.
+
+The answer (a signal or an approval) and the continuation happen under one claim of the run, taken
+once: no other process can continue the run between the two, and a run is never continued twice.
+The run is continued exactly when `resume` would continue it: when nothing else is open (another
+wait, another gate, a forEach sibling's wait). Otherwise the answer stands, the run stays suspended,
+and the result says what is still open and the command that answers each.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from ..domain.run import WorkflowRun
+from ..engine.ports import Emit
+from .context import App
+from .resume import continue_claimed
+
+
+def still_open(run: WorkflowRun, now: dt.datetime) -> list[dict[str, Any]]:
+    """What keeps the run suspended, in the record's order: open waits and open gates (an expired
+    one is not open: the continuation fails it, as resume does)."""
+    waits = {id(s) for _, s in run.open_waits(now)}
+    gates = {id(s) for _, s in run.open_gates(now)}
+    items: list[dict[str, Any]] = []
+    for job, step in run.steps():
+        if id(step) in waits and step.wait is not None:
+            items.append({"kind": "wait", "job": job.name, "step": step.name, "waitId": step.wait.waitId})
+        elif id(step) in gates:
+            items.append({"kind": "gate", "job": job.name, "step": step.name})
+    return items
+
+
+def answer_commands(run: WorkflowRun, items: list[dict[str, Any]]) -> list[str]:
+    """The command that answers each open item and continues the run once it is the last."""
+    commands = []
+    for item in items:
+        if item["kind"] == "wait":
+            commands.append(f"swamp workflow signal {item['waitId']} --payload '<json>' --resume")
+        else:
+            jobs = {j.name for j, s in run.steps() if s.name == item["step"]}
+            job = f" --job {item['job']}" if len(jobs) > 1 else ""
+            commands.append(
+                f"swamp workflow approve {run.workflowName} {item['step']} --run {run.id}{job} --resume"
+            )
+    return commands
+
+
+def continue_if_nothing_open(app: App, run: WorkflowRun, emit: Emit | None) -> dict[str, Any]:
+    """With the run's claim held and the answer saved: continue the run if nothing else is open.
+    Returns `{continued: true, run}` (the run document, as workflow.resume returns it) or
+    `{continued: false, stillOpen}`."""
+    items = still_open(run, app.clock.now())
+    if items or run.status != "suspended":
+        return {"continued": False, "stillOpen": items}
+    return {"continued": True, "run": continue_claimed(app, run, emit)}
