@@ -39,13 +39,20 @@ class MethodRunner(Protocol):
         *,
         run: WorkflowRun,
         step_name: str,
-        log: Callable[[str], None],
+        log: OutputLog,
         on_abandon: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
         shell_values: dict[str, str] | None = None,
     ) -> Any: ...
 
 
 Emit = Callable[[dict[str, Any]], None]
+
+
+class OutputLog(Protocol):
+    """Where a step's output lines go, each as a `step_output` event: a line of the command's
+    stdout or stderr (`stream`); an extension method's `log(line)` is stdout."""
+
+    def __call__(self, line: str, stream: str = "stdout") -> None: ...
 
 
 @dataclass(frozen=True)
