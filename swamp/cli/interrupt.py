@@ -34,6 +34,7 @@ class Interruption:
     def __init__(self, status_width: Any = None) -> None:
         self.signal: str | None = None
         self._executors: list[Any] = []
+        self._executed = False  # whether a run has executed here (attached) at all
         self._lock = threading.Lock()
         # How wide the elapsed-time status line on stdout is now (cleared before the message).
         self._status_width = status_width
@@ -45,6 +46,7 @@ class Interruption:
     def attach(self, executor: Any) -> None:
         with self._lock:
             self._executors.append(executor)
+            self._executed = True
 
     def detach(self, executor: Any) -> None:
         with self._lock:
@@ -59,6 +61,8 @@ class Interruption:
             _say(f"\n{ACTIONS.get(name, name)} again: exiting now; the run is left interrupted")
             os._exit(EXIT_CODES.get(self.signal, 130))
         if not executors:  # no run is executing here: the signal's usual meaning
+            if not self._executed:
+                _say(f"Interrupted ({ACTIONS.get(name, name)}) before a run started executing here")
             if signum == signal.SIGINT:
                 raise KeyboardInterrupt
             raise SystemExit(EXIT_CODES.get(name, 143))

@@ -57,8 +57,10 @@ class OutputLog(Protocol):
 
 @dataclass(frozen=True)
 class RunHooks:
-    """How a long-lived host (swamp serve) steers the executions it starts: asked to stop, and told
-    which executors are in flight. Set for the current request with HOSTED_RUNS."""
+    """How the process hosting a run steers the executions it starts: asked to stop, and told
+    which executors are in flight (to `abandon` or `interrupt` them). Set for the current request
+    with HOSTED_RUNS: by swamp serve, and by a command that executes a run (cli/interrupt.py, for
+    Ctrl-C and SIGTERM)."""
 
     stop_reason: Callable[[], str | None]
     attach: Callable[[Any], None]
