@@ -148,7 +148,7 @@ class WorkflowExecutor:
 
     def _stop_reason(self) -> str | None:
         if self._interruption is not None:
-            return "interrupted"
+            return f"interrupted: {self._interruption[0]}"
         return self.services.stop_reason()
 
     def _execute(self, resumed: bool) -> WorkflowRun:
