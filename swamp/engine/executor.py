@@ -178,7 +178,8 @@ class WorkflowExecutor:
         return self.run
 
     def _stopped(self, reason: str) -> WorkflowRun:
-        """Stopped between levels: a cancel cancels the run; a shutdown interrupts it."""
+        """Stopped between levels: a cancel cancels the run; a signal (`interrupt`) or serve's
+        shutdown interrupts it, with that reason."""
         with self.lock:
             if self._interruption is not None:
                 why, signal = self._interruption
