@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import pytest
-from helpers import job, run_swamp, sh
+from helpers import SH_MODEL, Repo, clean_env, job, run_swamp, sh
 
 pytestmark = pytest.mark.cli
 
@@ -95,3 +98,41 @@ def test_repo_dir_that_is_not_a_repo_is_refused(tmp_path):
     assert code == 3
     assert body["error"]["code"] == "repo_not_found"
     assert "swamp repo init" in body["error"]["message"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_status_lists_nothing_under_swamp_after_runs(tmp_path):
+    """REPO-010: every file a run writes under .swamp/ (records, swap files, wait and active
+    indexes, audit trail, locks) is ignored; only .swamp/.gitignore itself is for git."""
+    env = {
+        "HOME": str(tmp_path),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=tmp_path, env=clean_env(env), capture_output=True, text=True, timeout=30
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    git("init", "-q")
+    assert run_swamp("repo", "init", cwd=tmp_path).code == 0
+    repo = Repo(tmp_path)
+    repo.write_model(SH_MODEL)
+    wait = {"name": "review", "task": {"type": "wait_for_signal", "timeout": 60, "schema": {}}}
+    repo.write_workflow("gi", [job("main", sh("hello", "echo hi"), wait)])
+    assert git("status", "--porcelain", "--untracked-files=all").count(".swamp/") == 1  # the .gitignore
+    git("add", "-A")
+    git("commit", "-q", "-m", "init")
+    started = repo.swamp("workflow", "run", "gi", "--json")
+    assert started.json["status"] == "suspended", started
+    wait_id = started.json["waits"][0]["waitId"]
+    assert repo.swamp("workflow", "signal", wait_id, "--payload", "{}").code == 0
+    assert repo.swamp("workflow", "resume", "gi").code == 0
+    assert list((tmp_path / ".swamp").rglob("*.audit.jsonl")), "the run wrote its state"
+    assert git("status", "--porcelain", "--untracked-files=all", "--ignored=no") == ""

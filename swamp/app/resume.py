@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain.errors import ApprovalPending, RunNotSuspended
+from ..domain.definition import Workflow
+from ..domain.drift import definition_changes
+from ..domain.errors import (
+    ApprovalPending,
+    RunNotSuspended,
+    StepNotFound,
+    SwampError,
+    WorkflowInvalid,
+    WorkflowNotFound,
+)
 from ..domain.retry import steps_to_reset
 from ..domain.run import WorkflowRun, iso
 from ..engine.executor import WorkflowExecutor
@@ -55,9 +64,20 @@ def resume(
         merged = _deep_merge(run.inputs, inputs or {})
         if inputs:  # checked before anything changes: a refusal leaves the run as it was
             merged = app.validation.prepare_inputs(merged, workflow.inputs)
+        changes, current = file_changes(app, run, workflow)
         expired: list[tuple[str, Any]] = []
         if from_step:
-            prepare_retry(run, from_step, workflow)
+            try:
+                prepare_retry(run, from_step, workflow)
+            except StepNotFound as exc:
+                if current is not None and any(s.name == from_step for j in current.jobs for s in j.steps):
+                    raise StepNotFound(
+                        f"Run {run.id} executes the definition saved when it started, which has no step "
+                        f"'{from_step}' (the workflow file changed since: {', '.join(changes)}); to run the "
+                        f"edited file start a fresh run: swamp workflow run {run.workflowName}",
+                        {**exc.details, "definitionChanged": True},
+                    ) from None
+                raise
         else:
             expired = prepare_continue(app, run)
         run.resume(now, sorted((inputs or {}).keys()))
@@ -75,7 +95,29 @@ def resume(
                 }
             )
         WorkflowExecutor(workflow, run, engine_services(app, emit), inputs=merged).execute(resumed=True)
-    return run_document(app, run)
+    doc = run_document(app, run)
+    doc["definitionChanged"] = bool(changes)
+    if changes:
+        doc["definitionChanges"] = changes
+    return doc
+
+
+def file_changes(app: App, run: WorkflowRun, saved: Workflow) -> tuple[list[str], Workflow | None]:
+    """What the workflow file changed since the run saved its definition (RESUME-022), and the
+    file's workflow: ([], None) when the file is gone (the run is all there is)."""
+    try:
+        current = app.workflows.get(run.workflowName).workflow
+    except WorkflowNotFound:
+        return [], None
+    except WorkflowInvalid:
+        return [f"it does not load now (swamp workflow validate {run.workflowName})"], None
+    except (SwampError, OSError):  # cannot tell (an unreadable file): say nothing, change nothing
+        return [], None
+    return definition_changes(_normal(saved), _normal(current)), current
+
+
+def _normal(workflow: Workflow) -> dict[str, Any]:
+    return workflow.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def prepare_retry(run: WorkflowRun, from_step: str, workflow: Any) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from ..domain.checks import run_checks
 from ..domain.definition import WORKFLOW_NAME, parse_workflow
 from ..domain.errors import UsageError, WorkflowInvalid
+from ..domain.payloadpaths import payload_warnings
 from ..store.workflows import LoadedWorkflow
 from ..store.yamlio import load_yaml
 from .context import App
@@ -84,6 +85,7 @@ def _validate_one(app: App, item: LoadedWorkflow) -> dict[str, Any]:
         "workflowName": item.workflow.name,
         "path": str(item.path.relative_to(app.layout.root)),
         "validations": [c.to_dict() for c in checks],
+        "warnings": [w.to_dict() for w in payload_warnings(item.workflow, app.expressions)],
         "passed": all(c.passed for c in checks),
     }
 
@@ -96,6 +98,7 @@ def _broken_result(app: App, path: str, error: WorkflowInvalid) -> dict[str, Any
         "path": path,
         "validations": [{"name": "Schema validation", "passed": False, "error": "; ".join(problems)}],
         "problems": problems,
+        "warnings": [],
         "passed": False,
     }
 

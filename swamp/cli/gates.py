@@ -132,7 +132,12 @@ def workflow_approvals(
 @click.command("resume")
 @click.argument("workflow_name", metavar="WORKFLOW")
 @click.option("--run", "run_id", metavar="RUN_ID", help="The run (ID or prefix) when several could be meant.")
-@click.option("--from", "from_step", metavar="STEP", help="Retry a failed run from STEP (and all after it).")
+@click.option(
+    "--from",
+    "from_step",
+    metavar="STEP",
+    help="Retry a failed run from STEP (and all after it), with the definition saved when the run started.",
+)
 @input_options("Override an input for the rest of the run (only its name is recorded).")
 @claim_option
 @output_options
@@ -150,11 +155,16 @@ def workflow_resume(
 ) -> None:
     """Continue a suspended run of WORKFLOW, or retry a failed one with --from.
 
+    A run always executes the definition saved when it started, never the workflow file as it is
+    now: editing the file does not change a run, and resume says so when the file changed. To run
+    the edited file, start a fresh run with swamp workflow run WORKFLOW.
+
     \b
     Examples:
       swamp workflow resume release
       swamp workflow resume release --run 3f2a
       swamp workflow resume release --from deploy
+      swamp workflow run release      # after an edit: a fresh run uses it
     """
     from .render import RunProgress, run_outcome
 

@@ -227,6 +227,7 @@ def run_outcome(doc: dict[str, Any]) -> None:
         out(f"{status_text(status)}: workflow {name} (run {doc['id']})")
     for item in doc.get("superseded", []):
         out(f"  Earlier run {item['runId']}: {item['action']} ({item['reason']})")
+    definition_note(doc)
     out(style(f"Saved to {doc.get('path')}", dim=True))
     hint = resume_hint(doc)
     if hint:
@@ -259,6 +260,18 @@ def resume_hint(doc: dict[str, Any]) -> str | None:
         return None
     name = first.get("forEachTemplate") or first["name"]
     return f"swamp workflow resume {doc['workflowName']} --run {doc['id']} --from {name}"
+
+
+def definition_note(doc: dict[str, Any]) -> None:
+    """RESUME-022: a resume ran the definition saved with the run, not the edited file."""
+    if not doc.get("definitionChanged"):
+        return
+    changed = ", ".join(doc.get("definitionChanges") or [])
+    out(
+        style("  Note:", "yellow")
+        + f" this ran the definition saved with run {doc['id']} (workflow file changed since: {changed});"
+    )
+    out(f"  to run the edited file start a fresh run: swamp workflow run {doc['workflowName']}")
 
 
 def run_tree(doc: dict[str, Any]) -> None:

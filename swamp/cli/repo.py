@@ -30,6 +30,10 @@ def repo() -> None:
 def repo_init(ctx: click.Context, directory: str | None, as_json: bool) -> None:
     """Create a repository in DIRECTORY (default: the current directory).
 
+    Also writes .swamp/.gitignore, which keeps run state (records, waits, indexes, locks) out of
+    git. On an existing repository it adds what is missing and changes nothing else, except a
+    .gitignore exactly as an older swamp wrote it, which it updates.
+
     \b
     Example:
       swamp repo init my-repo
@@ -38,6 +42,8 @@ def repo_init(ctx: click.Context, directory: str | None, as_json: bool) -> None:
     def render(data: dict[str, Any]) -> None:
         verb = "Created" if data["created"] else "Already a repository:"
         out(f"{verb} {data['path']}")
+        if data.get("gitignore") == "upgraded":
+            out("Updated .swamp/.gitignore: everything under .swamp/ is run state and is ignored by git")
         out("Next: swamp model create command/shell hello && swamp workflow create hello")
 
     if (ctx.find_root().obj or {}).get("repo_dir"):  # REPO-009: the directory is the argument

@@ -133,6 +133,9 @@ def workflow_create(
 def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_dir: str | None) -> None:
     """Check workflow NAME (or every workflow): schema, names, references, cycles, expressions.
 
+    Also warns (without failing) where an expression reads a path of a wait's payload that the
+    wait's schema does not guarantee, and shows the has() form that reads it safely.
+
     \b
     Examples:
       swamp workflow validate release
@@ -147,7 +150,13 @@ def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_
             if not check["passed"]:
                 for problem in result.get("problems") or [check.get("error")]:
                     out(f"    → {problem}")
-        out(f"Result: {style('PASSED', 'green') if result['passed'] else style('FAILED', 'red')}")
+        for warning in result.get("warnings", []):
+            place = f"job '{warning['job']}' step '{warning['step']}' {warning['field']}"
+            out(f"  {style('!', 'yellow')} {place}: {warning['path']} may be absent ({warning['reason']})")
+            out(f"    → use has(): {warning['fix']}")
+        warned = len(result.get("warnings", []))
+        note = f" ({warned} warning{'s' if warned != 1 else ''})" if warned else ""
+        out(f"Result: {style('PASSED', 'green') if result['passed'] else style('FAILED', 'red')}{note}")
 
     def render(data: dict[str, Any]) -> None:
         if "workflows" not in data:
@@ -160,7 +169,9 @@ def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_
             render_one(result)
             out()
         total = data["totalPassed"] + data["totalFailed"]
-        out(f"Summary: {data['totalPassed']}/{total} workflows passed")
+        warned = sum(len(r.get("warnings", [])) for r in data["workflows"])
+        note = f" ({warned} warning{'s' if warned != 1 else ''})" if warned else ""
+        out(f"Summary: {data['totalPassed']}/{total} workflows passed{note}")
 
     payload = {"workflow": name} if name else {}
     call(

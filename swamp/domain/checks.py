@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .definition import Workflow
+from .definition import Step, Workflow
 from .errors import ExpressionError, InputInvalid, UnsafeShellText, WorkflowInvalid
 from .expressions import ExpressionEngine, expressions_in
 from .graph import Node, duplicate_names, find_cycle
@@ -36,6 +36,15 @@ class Check:
 def expression_sites(workflow: Workflow) -> Iterator[tuple[str, str]]:
     """(where, source) for every `${{ }}` in the workflow definition."""
     data = workflow.model_dump(mode="json", by_alias=True, exclude_none=True)
+    yield from _walk(data, "")
+
+
+def step_expression_sites(step: Step) -> Iterator[tuple[str, str]]:
+    """(field, source) for every `${{ }}` of one step in a field where expressions are evaluated
+    (EXPR-002): `name`, `guard`, `forEach.in`, `task.inputs.run`, `task.prompt`, ...; the step's
+    own `description` is literal text."""
+    data = step.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data.pop("description", None)
     yield from _walk(data, "")
 
 

@@ -19,9 +19,12 @@ import math
 import re
 from collections.abc import Mapping
 from itertools import islice
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .errors import ExpressionError
+
+if TYPE_CHECKING:
+    from .celtree import Node
 
 EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}", re.S)
 CONTEXT_NAMES = ("inputs", "self", "run", "env", "steps")
@@ -271,6 +274,12 @@ class ExpressionEngine:
                 raise ExpressionError(_clean(str(exc2)), {"expression": source}) from None
         self._programs[source] = program
         return program
+
+    def syntax_tree(self, source: str) -> Node:
+        """The tree CEL evaluates for `source` (celtree.py); ExpressionError when it does not compile."""
+        from .celtree import tree_of
+
+        return tree_of(self.compile(source).serialize())
 
     def evaluate(self, source: str, scope: Scope) -> Any:
         path = self._paths.get(source, _MISSING)

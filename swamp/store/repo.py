@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from ..domain.errors import RepoNotFound, SwampError
+from .files import read_file, write_replace
 
 MARKER = ".swamp.yaml"
 
@@ -81,7 +83,32 @@ def init_repo(directory: Path) -> tuple[RepoLayout, bool]:
         folder.mkdir(parents=True, exist_ok=True)
     if created:
         layout.marker.write_text("# swamp repository\nversion: 1\n", encoding="utf-8")
-    gitignore = layout.datastore / ".gitignore"
-    if not gitignore.exists():
-        gitignore.write_text("locks/\n", encoding="utf-8")
     return layout, created
+
+
+# `.swamp/` holds run state only (records, swap files, wait and active-run indexes, audit trails,
+# locks, journals): none of it is source. The file itself is kept so a clone has it (REPO-010).
+GITIGNORE = (
+    "# Written by swamp repo init: everything under .swamp/ is run state (run records, waits,\n"
+    "# indexes, audit trails, locks, journals), not source. swamp never rewrites this file once\n"
+    "# it differs from what swamp wrote.\n"
+    "*\n"
+    "!.gitignore\n"
+)
+# What earlier versions wrote; `repo init` replaces exactly these, never a file someone edited.
+OLD_GITIGNORES = (b"locks/\n",)
+
+
+def write_gitignore(layout: RepoLayout) -> str:
+    """Write `.swamp/.gitignore`: "created" when missing, "upgraded" when it holds exactly what an
+    earlier swamp wrote, "kept" otherwise (edited by someone, or not a regular file)."""
+    path = layout.datastore / ".gitignore"
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        write_replace(path, GITIGNORE.encode("utf-8"))
+        return "created"
+    if not stat.S_ISREG(mode) or read_file(path) not in OLD_GITIGNORES:
+        return "kept"
+    write_replace(path, GITIGNORE.encode("utf-8"))
+    return "upgraded"
