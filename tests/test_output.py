@@ -92,7 +92,7 @@ def test_log_mode_shows_step_lines_and_the_outcome(out_repo):
     assert code == 1
     assert "Starting workflow mixed" in out
     assert "build │ ▶ compile" in out
-    assert "build │   compiling" in out  # the command's own output
+    assert "build │   compile │ compiling" in out  # the command's own output, marked with its step
     assert re.search(r"build │ ✓ compile", out)
     assert "lint (failure allowed): Command exited with code 2" in out
     assert "package skipped (dependency)" in out

@@ -1,5 +1,5 @@
-"""A command's output is kept as a bounded tail per stream (MODEL-020), every stdout line is
-still streamed (MODEL-010), and a line with no end is streamed in bounded pieces."""
+"""A command's output is kept as a bounded tail per stream (MODEL-020), every line of stdout and
+stderr is still streamed (MODEL-022), and a line with no end is streamed in bounded pieces."""
 
 from __future__ import annotations
 
@@ -34,3 +34,17 @@ def test_a_line_with_no_end_is_streamed_in_pieces_and_kept_as_a_tail(repo: Repo)
     record = repo.swamp("workflow", "history", "get", run_id, "--json").json
     outputs = record["jobs"][0]["steps"][0]["outputs"]
     assert outputs["stdout"] == "y" * TAIL_BYTES and outputs["stdoutDroppedBytes"] == 300000 - TAIL_BYTES
+
+
+def test_stderr_is_streamed_in_bounded_pieces_and_kept_as_a_tail_like_stdout(repo: Repo) -> None:
+    repo.write_workflow("loud-err", [job("main", sh("line", "head -c 300000 /dev/zero | tr '\\0' e >&2"))])
+    result = repo.swamp("workflow", "run", "loud-err")
+    assert result.code == 0, result.err
+    streamed = [line for line in result.out.splitlines() if "eeee" in line]
+    assert 4 <= len(streamed) <= 6 and all(
+        " line ! " in line and len(line) <= 65536 + 200 for line in streamed
+    )
+    run_id = repo.swamp("workflow", "history", "--json").json["runs"][0]["runId"]
+    record = repo.swamp("workflow", "history", "get", run_id, "--json").json
+    outputs = record["jobs"][0]["steps"][0]["outputs"]
+    assert outputs["stderr"] == "e" * TAIL_BYTES and outputs["stderrDroppedBytes"] == 300000 - TAIL_BYTES

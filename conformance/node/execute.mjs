@@ -13,6 +13,9 @@ import { g, pyDumps, pyRepr, shlexJoin, shlexQuote, short } from './text.mjs';
 
 const DEFAULT_TIMEOUT = 60;
 const OUTPUT_LIMIT = 8000;
+// Exit codes whose --json document is a result unless it has `error` (CLI-012): a failed run or
+// validate, and a run stopped by SIGINT or SIGTERM (RUN-027).
+const RESULT_EXITS = [1, 130, 143];
 
 export class ScenarioFailure extends Error {}
 
@@ -135,7 +138,7 @@ export class ScenarioRun {
       return reported ? [] : [`stdout of a --json command is not one JSON document (${err.message})`];
     }
     const isObj = document !== null && typeof document === 'object' && !Array.isArray(document);
-    const refused = result.returncode !== 0 && (result.returncode !== 1 || (isObj && 'error' in document));
+    const refused = result.returncode !== 0 && (!RESULT_EXITS.includes(result.returncode) || (isObj && 'error' in document));
     let ref;
     let what;
     if (refused) {

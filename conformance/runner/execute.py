@@ -24,6 +24,9 @@ from .session import Session, SessionFailure
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_USER = "conformance"
 OUTPUT_LIMIT = 8000
+# Exit codes whose --json document is a result unless it has `error` (CLI-012): a failed run or
+# validate, and a run stopped by SIGINT or SIGTERM (RUN-027).
+RESULT_EXITS = (1, 130, 143)
 
 
 class ScenarioFailure(Exception):
@@ -317,7 +320,7 @@ class ScenarioRun:
         except ValueError as exc:
             return [] if reported else [f"stdout of a --json command is not one JSON document ({exc})"]
         refused = result.returncode != 0 and (
-            result.returncode != 1 or (isinstance(document, dict) and "error" in document)
+            result.returncode not in RESULT_EXITS or (isinstance(document, dict) and "error" in document)
         )
         if refused:
             ref, what = self.schemas.error_document, "the error document"

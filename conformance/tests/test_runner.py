@@ -517,6 +517,8 @@ def test_schemas_option_points_at_another_folder(suite):
     result = run(suite, impl, "--schemas", str(other))
     result.assert_outcomes(failed=1)
     assert "no schema for the output of `. workflow waits`" in result.stdout.str()
+
+
 def test_unchanged_passes_for_an_untouched_file_and_names_what_differs(suite):
     scenario(
         suite,
@@ -563,3 +565,34 @@ def test_a_same_bytes_rewrite_shows_as_a_new_inode_or_mtime(tmp_path):
     link = tmp_path / "link.json"
     link.symlink_to(path)
     assert FileSnapshot.of(link) is None  # a symlink is not the file the scenario named
+
+
+@pytest.mark.parametrize(("code", "outcome"), [(130, "passed"), (143, "passed"), (3, "failed")])
+def test_a_run_stopped_by_a_signal_prints_a_result_checked_as_one(suite, code, outcome):
+    """CLI-012, RUN-027: exit 130/143 with a run document is a result; exit 3 with it is not."""
+    impl = suite.path / "stopped_impl.py"
+    impl.write_text(
+        "import json, sys\n"
+        "print(json.dumps({'formatVersion': 1, 'id': 'run-1', 'workflowId': 'wf-1', 'workflowName': 'w',"
+        " 'status': 'failed', 'createdAt': '2026-01-01T00:00:00.000Z', 'jobs': [], 'path': 'p',"
+        " 'superseded': []}))\n"
+        f"sys.exit({code})\n"
+    )
+    scenario(
+        suite,
+        "stopped.yaml",
+        f"""\
+        id: stopped
+        title: A run stopped by a signal
+        requirements: [RUN-027]
+        features: [core]
+        init: false
+        steps:
+          - run: [workflow, run, w, --json]
+            expect: {{exit: {code}, json: {{status: failed}}}}
+        """,
+    )
+    result = run(suite, command(impl))
+    result.assert_outcomes(**{outcome: 1})
+    if outcome == "failed":
+        assert "the error document does not match" in result.stdout.str()

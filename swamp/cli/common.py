@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import math
@@ -100,8 +101,10 @@ def _answer(
 ) -> None:
     from ..protocol.requests import handle
 
+    stopping = _interruptible(request, payload, progress)
     try:
-        data = handle(request, payload, None if use_json else progress)
+        with stopping as interruption:
+            data = handle(request, payload, None if use_json else progress)
     except SwampError as exc:
         print_error(exc, use_json)
         ctx.exit(exc.exit_code)
@@ -113,14 +116,34 @@ def _answer(
         )
         print_error(error, use_json)
         ctx.exit(error.exit_code)
+    finally:
+        close = getattr(progress, "close", None)
+        if close is not None:
+            close()  # the elapsed-time line is cleared before anything else is printed
     if use_json:
         print_json(data)
     else:
         render(data)
-    code = exit_code(data)
+    # Stopped by a signal: 130 or 143 whatever the run's status (CLI-006), after the run is shown.
+    code = (interruption.exit_code if interruption is not None else None) or exit_code(data)
     if code:
         ctx.exit(code)
 
+
+def _interruptible(
+    request: str, payload: dict[str, Any], progress: Callable[[dict[str, Any]], None] | None
+) -> contextlib.AbstractContextManager[Any]:
+    """Ctrl-C / SIGTERM handling (cli/interrupt.py) for a request that may execute a run."""
+    if request not in EXECUTING_REQUESTS and payload.get("resume") is not True:
+        return contextlib.nullcontext()
+    from .interrupt import interruptible
+
+    return interruptible(lambda: getattr(progress, "status_width", 0))
+
+
+# Requests that execute a run in this process (and so stop it on Ctrl-C / SIGTERM), besides any
+# request whose payload has `"resume": true` (signal --resume, approve --resume).
+EXECUTING_REQUESTS = frozenset({"workflow.run", "workflow.resume"})
 
 # Requests that neither run steps nor load extension code, so their process is short (see `call`);
 # not when their payload says `resume` (signal --resume executes the run).

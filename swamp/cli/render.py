@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+import shutil
 import threading
+import time
+from collections import deque
 from typing import Any
 
 from .output import color_enabled, out, stdout, style
@@ -51,59 +54,158 @@ def status_text(status: str) -> str:
     return style(f"{ICONS.get(status, '?')} {status}", COLORS.get(status))
 
 
-class RunProgress:
-    """Prints engine events as they come: one line per step start, end, failure or skip."""
+STDERR_TAIL_LINES = 10  # of a failed step's stderr, shown under its ✗ line
+TAIL_LINE_WIDTH = 200  # characters of each such line; the rest is cut with …
 
-    def __init__(self) -> None:
+
+def cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def elapsed(seconds: float) -> str:
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{(whole % 3600) // 60:02d}m"
+
+
+class RunProgress:
+    """Prints engine events as they come: one line per step start, end, failure or skip, and each
+    line a step's command prints, marked with its step (stderr lines with `!`). Under a failed
+    step's ✗ line, the last lines of its stderr. On a terminal, a step running longer than a
+    second shows its elapsed time on a status line rewritten in place (`\\r`) and cleared before
+    any other line; never on a pipe. The one renderer of run events (`run`, `resume`, `watch`)."""
+
+    def __init__(self, *, terminal: bool | None = None, tick: float = 1.0) -> None:
         self._lock = threading.Lock()
+        self._terminal = stdout().isatty() if terminal is None else terminal
+        self._tick = tick
+        self._stderr: dict[tuple[str, str], deque[str]] = {}
+        self._running: dict[tuple[str, str], float] = {}  # step -> monotonic time it started
+        self._shown = 0  # characters of the status line now on screen
+        self._ticking: threading.Event | None = None  # set to stop the ticker that is running
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
         job = event.get("job", "")
         step = event.get("step", "")
-        line: str | None = None
+        key = (str(job), str(step))
+        lines: list[str] = []
         if kind == "run_started":
-            line = (
+            lines.append(
                 f"Starting workflow {style(str(event.get('workflow')), bold=True)} (run {event.get('runId')})"
             )
         elif kind == "job_started":
-            line = f"{style(job, 'blue')} │ start"
+            lines.append(f"{style(job, 'blue')} │ start")
         elif kind == "job_skipped":
-            line = f"{style(job, 'blue')} │ {style('skipped', 'yellow')} (dependency)"
+            lines.append(f"{style(job, 'blue')} │ {style('skipped', 'yellow')} (dependency)")
         elif kind == "job_completed":
             status = event.get("status", "")
-            line = (
+            lines.append(
                 f"{style(job, 'blue')} │ {status_text(status)} {duration(event.get('durationMs'))}".rstrip()
             )
         elif kind == "step_started":
-            line = f"{style(job, 'blue')} │ ▶ {step}"
+            lines.append(f"{style(job, 'blue')} │ ▶ {step}")
         elif kind == "step_output":
-            line = f"{style(job, 'blue')} │   {style(str(event.get('line')), dim=True)}"
+            text = str(event.get("line"))
+            if event.get("stream") == "stderr":
+                lines.append(f"{style(job, 'blue')} │   {step} {style('!', 'red', bold=True)} {text}")
+            else:
+                lines.append(f"{style(job, 'blue')} │   {step} │ {style(text, dim=True)}")
         elif kind == "step_succeeded":
             took = duration(event.get("durationMs"))
-            line = f"{style(job, 'blue')} │ {style('✓', 'green')} {step} {took}".rstrip()
+            lines.append(f"{style(job, 'blue')} │ {style('✓', 'green')} {step} {took}".rstrip())
         elif kind == "step_failed":
             allowed = " (failure allowed)" if event.get("allowedFailure") else ""
-            line = f"{style(job, 'blue')} │ {style('✗', 'red')} {step}{allowed}: {event.get('error')}"
+            lines.append(f"{style(job, 'blue')} │ {style('✗', 'red')} {step}{allowed}: {event.get('error')}")
+            with self._lock:
+                tail = list(self._stderr.get(key, ()))
+            lines += [f"{style(job, 'blue')} │     {style('!', 'red', bold=True)} {text}" for text in tail]
         elif kind == "step_waiting":
             what = f"a signal ({event.get('waitId')})" if event.get("kind") == "signal" else "approval"
-            line = f"{style(job, 'blue')} │ ⏸ {step} waiting for {what}"
+            lines.append(f"{style(job, 'blue')} │ ⏸ {step} waiting for {what}")
         elif kind == "step_skipped":
             reason = event.get("reason")
             detail = f" · guard: {event.get('guard')}" if reason == "guarded" else ""
-            line = f"{style(job, 'blue')} │ {style('⊘', 'yellow')} {step} skipped ({reason}){detail}"
-        if line is not None:
+            lines.append(f"{style(job, 'blue')} │ {style('⊘', 'yellow')} {step} skipped ({reason}){detail}")
+        with self._lock:
+            self._track(kind, key, event)
+            if lines:
+                self._clear_status()
+                for line in lines:
+                    out(line)
+        if kind in ("run_completed", "run_suspended"):
+            self.close()
+
+    def _track(self, kind: Any, key: tuple[str, str], event: dict[str, Any]) -> None:
+        """What the status line and the stderr tails need to know (under the lock)."""
+        if kind == "step_started":
+            self._running[key] = time.monotonic()
+            self._stderr.pop(key, None)
+            if self._terminal and self._ticking is None:
+                self._ticking = threading.Event()
+                ticker = threading.Thread(
+                    target=self._tick_loop, args=(self._ticking,), name="swamp-elapsed", daemon=True
+                )
+                ticker.start()
+        elif kind == "step_output" and event.get("stream") == "stderr" and str(event.get("line")).strip():
+            tail = self._stderr.setdefault(key, deque(maxlen=STDERR_TAIL_LINES))
+            tail.append(cut(str(event.get("line")), TAIL_LINE_WIDTH))
+        elif kind in ("step_succeeded", "step_failed", "step_waiting", "step_skipped"):
+            self._running.pop(key, None)
+            self._stderr.pop(key, None)
+
+    def _tick_loop(self, stop: threading.Event) -> None:
+        while not stop.wait(self._tick):
             with self._lock:
-                out(line)
+                if not stop.is_set():
+                    self._draw_status()
+
+    def _draw_status(self) -> None:
+        now = time.monotonic()
+        long = [(key, now - began) for key, began in self._running.items() if now - began >= 1]
+        if not long:
+            self._clear_status()
+            return
+        parts = [f"{job} │ ◐ {step} {elapsed(seconds)}" for (job, step), seconds in long]
+        width = max(10, shutil.get_terminal_size((80, 24)).columns - 1)
+        text = cut("   ".join(parts), width)
+        stream = stdout()
+        stream.write("\r" + text + " " * max(0, self._shown - len(text)))
+        stream.flush()
+        self._shown = len(text)
+
+    def _clear_status(self) -> None:
+        if self._shown:
+            stream = stdout()
+            stream.write("\r" + " " * self._shown + "\r")
+            stream.flush()
+            self._shown = 0
+
+    @property
+    def status_width(self) -> int:
+        """How many characters the status line takes on screen now (0: none shown)."""
+        return self._shown
+
+    def close(self) -> None:
+        """Stop the elapsed-time line and clear it; call before printing anything else."""
+        with self._lock:
+            if self._ticking is not None:
+                self._ticking.set()
+                self._ticking = None
+            self._running.clear()
+            self._clear_status()
 
 
-class AnswerProgress:
+class AnswerProgress(RunProgress):
     """signal/approve --resume: says the answer was taken and the run goes on, then shows the
-    continuation as `resume` does (RunProgress)."""
+    continuation as `resume` does."""
 
     def __init__(self, headline: str) -> None:
+        super().__init__()
         self._headline: str | None = headline
-        self._progress = RunProgress()
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self._headline is not None:
@@ -111,7 +213,7 @@ class AnswerProgress:
             which = f"run {run_id} of {event.get('workflow')}" if run_id else "the run"
             out(f"{style(self._headline, 'green')}; continuing {which}")
             self._headline = None
-        self._progress(event)
+        super().__call__(event)
 
 
 def still_open(data: dict[str, Any]) -> None:
@@ -140,6 +242,8 @@ def run_outcome(doc: dict[str, Any]) -> None:
         out(f"{status_text(status)}: workflow {name} in {took} (run {doc['id']})")
     elif status == "failed":
         out(f"{status_text(status)}: workflow {name} in {took} (run {doc['id']})")
+        if doc.get("interruption"):
+            out(f"  {interruption_text(doc)}")
         if doc.get("failedStep"):
             out(f"  {doc['failedStep']}: {doc.get('failureReason')}")
         out(f"  Details: swamp workflow history get {doc['id']}")
@@ -160,6 +264,37 @@ def run_outcome(doc: dict[str, Any]) -> None:
         out(f"  Earlier run {item['runId']}: {item['action']} ({item['reason']})")
     definition_note(doc)
     out(style(f"Saved to {doc.get('path')}", dim=True))
+    hint = resume_hint(doc)
+    if hint:
+        out(f"Resume with: {hint}")
+
+
+def interruption_text(doc: dict[str, Any]) -> str:
+    """`Interrupted at T: swamp received SIGINT; 1 step stopped (main.long), 2 not started`."""
+    about = doc["interruption"]
+    steps = [(job["name"], step) for job in doc.get("jobs", []) for step in job.get("steps", [])]
+    stopped = [f"{job}.{step['name']}" for job, step in steps if step.get("reason") == "interrupted"]
+    pending = sum(1 for _, step in steps if step["status"] == "pending")
+    parts = [f"{len(stopped)} step{'s' if len(stopped) != 1 else ''} stopped"]
+    if stopped:
+        parts[0] += f" ({', '.join(stopped[:5])}{', ...' if len(stopped) > 5 else ''})"
+    parts.append(f"{pending} not started")
+    return f"Interrupted at {about.get('at')}: {about.get('reason')}; {', '.join(parts)}"
+
+
+def resume_hint(doc: dict[str, Any]) -> str | None:
+    """For an interrupted run, the command that retries it from the first step it stopped (or
+    the first it did not start)."""
+    if not doc.get("interruption") or doc.get("status") != "failed":
+        return None
+    steps = [step for job in doc.get("jobs", []) for step in job.get("steps", [])]
+    first = next((s for s in steps if s.get("reason") == "interrupted"), None) or next(
+        (s for s in steps if s["status"] == "pending"), None
+    )
+    if first is None:
+        return None
+    name = first.get("forEachTemplate") or first["name"]
+    return f"swamp workflow resume {doc['workflowName']} --run {doc['id']} --from {name}"
 
 
 def definition_note(doc: dict[str, Any]) -> None:
@@ -187,6 +322,9 @@ def run_tree(doc: dict[str, Any]) -> None:
             out(f"    {icon} {step['name']} {duration(step.get('durationMs'))}{extra}".rstrip())
             if step.get("error"):
                 out(f"      -> {step['error']}")
+            if step["status"] == "failed":
+                for line in stderr_tail(step.get("outputs")):
+                    out(f"         {style('!', 'red', bold=True)} {line}")
     for entry in doc.get("audit") or []:
         signal = f" ({entry['signalId']})" if entry.get("signalId") else ""
         by = who(entry.get("by"), entry)
@@ -194,7 +332,21 @@ def run_tree(doc: dict[str, Any]) -> None:
         out(f"  {entry.get('at')} {what} by {by}: {entry.get('code')}{signal}")
     interrupted = " (interrupted: its process stopped)" if doc.get("interrupted") else ""
     out(f"Result: {status_text(doc['status'])}{interrupted} {took}".rstrip())
+    if doc.get("interruption"):
+        out(f"  {interruption_text(doc)}")
     out(style(f"Saved to: {doc.get('path')}", dim=True))
+    hint = resume_hint(doc)
+    if hint:
+        out(f"Resume with: {hint}")
+
+
+def stderr_tail(outputs: Any) -> list[str]:
+    """The last lines of a step's recorded stderr (a command's `outputs.stderr`), each cut."""
+    text = outputs.get("stderr") if isinstance(outputs, dict) else None
+    if not isinstance(text, str):
+        return []
+    lines = [line for line in text.splitlines() if line.strip()]
+    return [cut(line, TAIL_LINE_WIDTH) for line in lines[-STDERR_TAIL_LINES:]]
 
 
 # Cells read as a unit: never cut, never wrapped (a column of them may be left out).

@@ -33,6 +33,10 @@ def workflow_run(
 ) -> None:
     """Run workflow NAME until it finishes or suspends.
 
+    Each line a step prints is shown as it comes (stderr marked `!`). Ctrl-C stops the run: it is
+    recorded failed (interrupted), the command exits 130 and prints the `resume --from` command
+    that retries it; a second Ctrl-C exits at once.
+
     \b
     Examples:
       swamp workflow run release

@@ -387,6 +387,22 @@ class JobRun:
         self.durationMs = _duration_ms(self.startedAt, self.completedAt)
 
 
+PROCESS_STOPPED = "the process running this run stopped"
+
+
+@dataclass(slots=True)
+class Interruption:
+    """Why a run that was executing was stopped before it could end by itself: a signal to the
+    process that executed it (`signal`: SIGINT, SIGTERM), serve's shutdown, or that process found
+    gone (CLAIM-009). The run is `failed`; the steps stopped carry `reason: interrupted`."""
+
+    at: str
+    reason: str
+    signal: str | None = None
+
+    FIELDS: ClassVar[dict[str, Reader]] = {"at": STR, "reason": STR, "signal": optional(STR)}
+
+
 @dataclass(slots=True)
 class WorkflowRun:
     id: str
@@ -407,6 +423,7 @@ class WorkflowRun:
     failureReason: str | None = None
     stepProgress: dict[str, int] = field(default_factory=dict)
     cancelReason: str | None = None
+    interruption: Interruption | None = None
     retiredWaitIds: list[str] = field(default_factory=list)
     definition: dict[str, Any] = field(default_factory=dict)
     jobs: list[JobRun] = field(default_factory=list)
@@ -430,6 +447,7 @@ class WorkflowRun:
         "failureReason": optional(STR),
         "stepProgress": map_of(INT),
         "cancelReason": optional(STR),
+        "interruption": optional(nested(Interruption)),
         "retiredWaitIds": list_of(STR),
         "definition": OBJECT,
         "jobs": list_of(nested(JobRun)),
@@ -514,6 +532,7 @@ class WorkflowRun:
         self.startedAt = self.startedAt or iso(now)
         self.completedAt = None
         self.durationMs = None
+        self.interruption = None  # executing again (resume --from): no longer stopped
 
     def suspend(self) -> None:
         self.status = "suspended"
@@ -601,16 +620,22 @@ class WorkflowRun:
         self.cancelReason = reason
         self._finish(now)
 
-    def interrupt(self, now: dt.datetime) -> None:
-        """A run whose process stopped (or was stopped) mid-way ends failed. What was running or
-        waiting fails with reason interrupted; a job that was running ends by what its steps did:
-        succeeded if every step finished without a counted failure, failed otherwise."""
+    def interrupt(
+        self, now: dt.datetime, reason: str = PROCESS_STOPPED, *, signal: str | None = None
+    ) -> None:
+        """A run whose process stopped (or was stopped) mid-way ends failed, with `interruption`
+        saying why. What was running or waiting fails with reason interrupted and an error
+        `interrupted: <reason>`; steps not started stay pending; a job that was running ends by
+        what its steps did: succeeded if every step finished without a counted failure, failed
+        otherwise."""
+        if self.interruption is None:
+            self.interruption = Interruption(at=iso(now), reason=reason, signal=signal)
         for job in self.jobs:
             for step in job.steps:
                 if step.status == "running" or step.status in WAITING_STEP:
                     if step.wait is not None and step.wait.outcome is None:
                         step.wait.outcome = "cancelled"
-                    step.fail(now, "interrupted: the process running this step stopped", reason="interrupted")
+                    step.fail(now, f"interrupted: {reason}", reason="interrupted")
             if job.status == "running":
                 finished = all(s.is_terminal for s in job.steps)
                 clean = not any(s.status == "failed" and not s.allowedFailure for s in job.steps)

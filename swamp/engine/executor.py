@@ -57,6 +57,8 @@ class WorkflowExecutor:
         # Set once the run is recorded as stopped here; from then on its record is final, and a step
         # whose command dies of the stop must not overwrite "interrupted" with its exit code.
         self._abandoned = False
+        # Set by `interrupt` (a signal to the process executing the run): (reason, signal name).
+        self._interruption: tuple[str, str | None] | None = None
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -101,11 +103,29 @@ class WorkflowExecutor:
             key = self._next_hook
             self._next_hook += 1
             self._abandon_hooks[key] = stop
+            stopped = self._interruption is not None or self._abandoned
+        if stopped:  # the work started just as the run was stopped: stop it too
+            with contextlib.suppress(Exception):
+                stop()
 
         def forget() -> None:
             self._abandon_hooks.pop(key, None)
 
         return forget
+
+    def interrupt(self, reason: str, *, signal: str | None = None) -> None:
+        """Stop the run from outside while its process stays to record it (Ctrl-C, SIGTERM): from
+        now on no step or level starts, what running steps do is stopped at once (a command's
+        process group), each step so stopped is recorded failed with reason interrupted, and the
+        run ends failed with `interruption`. Safe to call from any thread; once only."""
+        with self.lock:
+            if self._interruption is not None or self._abandoned:
+                return
+            self._interruption = (reason, signal)
+            stops = list(self._abandon_hooks.values())
+        for stop in stops:
+            with contextlib.suppress(Exception):
+                stop()
 
     def abandon(self, why: str) -> None:
         """Record the run as stopped here: what steps were doing is stopped, running steps failed
@@ -122,11 +142,13 @@ class WorkflowExecutor:
             for _, step in self.run.steps():
                 if step.status == "running":
                     step.fail(now, f"interrupted: {why}", reason="interrupted")
-            self.run.interrupt(now)
+            self.run.interrupt(now, why)
             with contextlib.suppress(Exception):  # the first error is the one to report
                 self.services.save(self.run)
 
     def _stop_reason(self) -> str | None:
+        if self._interruption is not None:
+            return f"interrupted: {self._interruption[0]}"
         return self.services.stop_reason()
 
     def _execute(self, resumed: bool) -> WorkflowRun:
@@ -144,7 +166,7 @@ class WorkflowExecutor:
             jobs = [self.workflow.job(n.name) for n in level]
             self._parallel(jobs, cap, self._run_job)
             self._save()
-            if self.suspending.is_set() or self.run.waiting_steps():
+            if self._interruption is None and (self.suspending.is_set() or self.run.waiting_steps()):
                 return self._suspend()
         reason = self._stop_reason()
         if reason is not None:
@@ -156,12 +178,16 @@ class WorkflowExecutor:
         return self.run
 
     def _stopped(self, reason: str) -> WorkflowRun:
-        """Stopped between levels: a cancel cancels the run; a shutdown interrupts it."""
+        """Stopped between levels: a cancel cancels the run; a signal (`interrupt`) or serve's
+        shutdown interrupts it, with that reason."""
         with self.lock:
-            if reason.startswith("cancel"):
+            if self._interruption is not None:
+                why, signal = self._interruption
+                self.run.interrupt(self.services.clock.now(), why, signal=signal)
+            elif reason.startswith("cancel"):
                 self.run.cancel(self.services.clock.now(), reason)
             else:
-                self.run.interrupt(self.services.clock.now())
+                self.run.interrupt(self.services.clock.now(), "swamp serve shut down")
         self._save()
         self._emit("run_completed", runId=self.run.id, status=self.run.status, stopped=reason)
         return self.run
@@ -359,6 +385,15 @@ class WorkflowExecutor:
                 return  # the step was recorded as interrupted; what its work did after that is moot
             if isinstance(outcome, Succeeded):
                 step_run.succeed(now, outcome.outputs)
+            elif isinstance(outcome, Failed) and self._interruption is not None:
+                # Its work was stopped by the interruption (a killed command's exit code is moot).
+                outcome = Failed(
+                    f"interrupted: {self._interruption[0]}", "interrupted", False, outcome.outputs
+                )
+                allowed = False
+                step_run.fail(now, outcome.error, reason=outcome.reason)
+                if outcome.outputs is not None:
+                    step_run.outputs = outcome.outputs
             elif isinstance(outcome, Failed):
                 allowed = step.allowFailure and outcome.allowable
                 step_run.fail(now, outcome.error, reason=outcome.reason, allowed=allowed)

@@ -39,7 +39,7 @@ class MethodRunner(Protocol):
         *,
         run: WorkflowRun,
         step_name: str,
-        log: Callable[[str], None],
+        log: OutputLog,
         on_abandon: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
         shell_values: dict[str, str] | None = None,
     ) -> Any: ...
@@ -48,10 +48,19 @@ class MethodRunner(Protocol):
 Emit = Callable[[dict[str, Any]], None]
 
 
+class OutputLog(Protocol):
+    """Where a step's output lines go, each as a `step_output` event: a line of the command's
+    stdout or stderr (`stream`); an extension method's `log(line)` is stdout."""
+
+    def __call__(self, line: str, stream: str = "stdout") -> None: ...
+
+
 @dataclass(frozen=True)
 class RunHooks:
-    """How a long-lived host (swamp serve) steers the executions it starts: asked to stop, and told
-    which executors are in flight. Set for the current request with HOSTED_RUNS."""
+    """How the process hosting a run steers the executions it starts: asked to stop, and told
+    which executors are in flight (to `abandon` or `interrupt` them). Set for the current request
+    with HOSTED_RUNS: by swamp serve, and by a command that executes a run (cli/interrupt.py, for
+    Ctrl-C and SIGTERM)."""
 
     stop_reason: Callable[[], str | None]
     attach: Callable[[Any], None]

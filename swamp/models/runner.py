@@ -10,6 +10,7 @@ from ..domain.errors import ModelNotFound
 from ..domain.inputs import InputValidationService
 from ..domain.run import WorkflowRun
 from ..domain.shellwords import ShellArguments
+from ..engine.ports import OutputLog
 from ..store.repo import RepoLayout
 from .registry import DefinitionRepository, ModelTypeRegistry
 from .types import MethodContext, MethodFailed
@@ -46,7 +47,7 @@ class ModelMethodRunner:
         *,
         run: WorkflowRun,
         step_name: str,
-        log: Callable[[str], None],
+        log: OutputLog,
         on_abandon: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
         shell_values: dict[str, str] | None = None,
     ) -> Any:

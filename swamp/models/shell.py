@@ -8,10 +8,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from ..domain.shellwords import VALUE_PREFIX
+from ..engine.ports import OutputLog
 from .types import Method, MethodContext, MethodFailed, ModelType
 
 ARGUMENTS = {
@@ -137,44 +137,43 @@ class _Tail:
         return {name: text, f"{name}DroppedBytes": self.dropped} if self.dropped else {name: text}
 
 
-def _read_output(proc: subprocess.Popen[str], log: Callable[[str], None]) -> tuple[_Tail, _Tail]:
+def _read_output(proc: subprocess.Popen[str], log: OutputLog) -> tuple[_Tail, _Tail]:
     """Read both pipes to their end as the command writes them, keeping a bounded tail of each:
-    every stdout line is passed to `log` as it arrives; stderr is read on a thread of its own so
-    that neither pipe fills while the other is read. Memory stays bounded whatever is printed."""
+    every line is passed to `log` as it arrives, with the stream it came on; stderr is read on a
+    thread of its own so that neither pipe fills while the other is read. Memory stays bounded
+    whatever is printed (MODEL-020)."""
     assert proc.stdout is not None and proc.stderr is not None
     stdout, stderr = _Tail(), _Tail()
     err_pipe, out_pipe = proc.stderr.buffer, proc.stdout.buffer  # type: ignore[attr-defined,unused-ignore]
-    errors = threading.Thread(target=_drain, args=(err_pipe, stderr, None), daemon=True)
+    errors = threading.Thread(target=_drain, args=(err_pipe, stderr, log, "stderr"), daemon=True)
     errors.start()
     try:
-        _drain(out_pipe, stdout, log)
+        _drain(out_pipe, stdout, log, "stdout")
     finally:
         errors.join()
     return stdout, stderr
 
 
-def _drain(pipe: Any, tail: _Tail, log: Callable[[str], None] | None) -> None:
+def _drain(pipe: Any, tail: _Tail, log: OutputLog, stream: str) -> None:
     pending = b""
     with pipe:
         while chunk := pipe.read1(_CHUNK):
             tail.add(chunk)
-            if log is None:
-                continue
             pending += chunk
             *lines, pending = pending.split(b"\n")
             for line in lines:
-                _log_line(log, line)
+                _log_line(log, line, stream)
             while len(pending) > _LONGEST_LINE:
-                _log_line(log, pending[:_LONGEST_LINE])
+                _log_line(log, pending[:_LONGEST_LINE], stream)
                 pending = pending[_LONGEST_LINE:]
-    if log is not None and pending:
-        _log_line(log, pending)
+    if pending:
+        _log_line(log, pending, stream)
 
 
-def _log_line(log: Callable[[str], None], line: bytes) -> None:
+def _log_line(log: OutputLog, line: bytes, stream: str) -> None:
     text = line.decode("utf-8", "replace")
     for part in text.splitlines() or [text]:
-        log(part)
+        log(part, stream)
 
 
 SHELL = ModelType(

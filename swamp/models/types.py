@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.ports import MethodFailed
+from ..engine.ports import MethodFailed, OutputLog
 
 __all__ = ["Method", "MethodContext", "MethodFailed", "ModelType"]
 
@@ -21,7 +21,9 @@ class MethodContext:
     workflow_name: str
     step_name: str
     global_arguments: dict[str, Any]
-    log: Callable[[str], None] = field(default=lambda line: None)
+    # `log(line)` streams a line as the step's output (stdout); command/shell passes stream="stderr"
+    # for its command's stderr lines.
+    log: OutputLog = field(default=lambda line, stream="stdout": None)
     # Call with a function that stops the work at once; it runs if the run is abandoned mid-step
     # (swamp serve's shutdown after its grace). Returns a function that takes the request back.
     on_abandon: Callable[[Callable[[], None]], Callable[[], None]] = field(default=lambda stop: lambda: None)

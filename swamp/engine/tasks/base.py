@@ -27,13 +27,15 @@ class StepExecution:
     def now(self) -> dt.datetime:
         return self.services.clock.now()
 
-    def log(self, line: str) -> None:
+    def log(self, line: str, stream: str = "stdout") -> None:
+        """One line of the step's output, as it arrives: `at` is when swamp read it."""
         self.services.emit(
             {
                 "event": "step_output",
                 "at": iso(self.services.clock.now()),
                 "job": self.job_run.name,
                 "step": self.step_run.name,
+                "stream": stream,
                 "line": line,
             }
         )
