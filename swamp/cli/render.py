@@ -258,6 +258,9 @@ def run_outcome(doc: dict[str, Any]) -> None:
             out(f"  Waiting for approval: {gate['jobName']}.{gate['stepName']}: {gate['prompt']}{deadline}")
         for command in doc.get("next", []):
             out(f"  Next: {command}")
+        answers = [c for c in doc.get("next", []) if c.startswith("swamp workflow signal ")]
+        if len(answers) == 1 and not doc.get("gates"):
+            out(f"  Or answer and continue in one command: {answers[0]} --resume")
     else:
         out(f"{status_text(status)}: workflow {name} (run {doc['id']})")
     for item in doc.get("superseded", []):
