@@ -62,8 +62,9 @@ def resume(
             expired = prepare_continue(app, run)
         run.resume(now, sorted((inputs or {}).keys()))
         app.runs.save(run)
+        services = engine_services(app, emit, run.id)
         for job_name, step in expired:
-            (emit or (lambda event: None))(
+            services.emit(
                 {
                     "event": "step_failed",
                     "at": iso(now),
@@ -74,7 +75,7 @@ def resume(
                     "allowedFailure": step.allowedFailure,
                 }
             )
-        WorkflowExecutor(workflow, run, engine_services(app, emit), inputs=merged).execute(resumed=True)
+        WorkflowExecutor(workflow, run, services, inputs=merged).execute(resumed=True)
     return run_document(app, run)
 
 
