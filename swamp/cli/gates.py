@@ -14,6 +14,8 @@ from .common import (
     input_options,
     output_options,
     read_inputs,
+    run_rendering,
+    watch_option,
 )
 from .output import out, style
 
@@ -135,6 +137,7 @@ def workflow_approvals(
 @click.option("--from", "from_step", metavar="STEP", help="Retry a failed run from STEP (and all after it).")
 @input_options("Override an input for the rest of the run (only its name is recorded).")
 @claim_option
+@watch_option
 @output_options
 @click.pass_context
 def workflow_resume(
@@ -145,16 +148,19 @@ def workflow_resume(
     inputs: tuple[str, ...],
     input_file: str | None,
     claim_timeout: float | None,
+    watch: bool,
     as_json: bool,
     repo_dir: str | None,
 ) -> None:
-    """Continue a suspended run of WORKFLOW, or retry a failed one with --from.
+    """Continue a suspended run of WORKFLOW, or retry a failed one with --from (with --watch:
+    if it suspends again, wait until it finishes).
 
     \b
     Examples:
       swamp workflow resume release
       swamp workflow resume release --run 3f2a
       swamp workflow resume release --from deploy
+      swamp workflow resume release --watch
     """
     from .render import RunProgress, run_outcome
 
@@ -170,9 +176,7 @@ def workflow_resume(
         payload,
         as_json=as_json,
         repo_dir=repo_dir,
-        render=run_outcome,
-        progress=RunProgress(),
-        exit_code=_run_exit,
+        **run_rendering(watch, run_outcome, RunProgress(), _run_exit),
     )
 
 

@@ -79,6 +79,10 @@ class RunJournal:
             return []
         return [(seq, event) for seq, event in _entries(raw) if seq > after_seq]
 
+    def follow(self, run_id: str) -> JournalFollower:
+        """A reader that returns only what was appended since it last read (from now on)."""
+        return JournalFollower(self, run_id)
+
     def last_seq(self, run_id: str) -> int:
         try:
             raw = read_file(self.path(run_id))
@@ -91,6 +95,42 @@ class RunJournal:
             return os.lstat(self.path(run_id)).st_size
         except FileNotFoundError:
             return 0
+
+
+class JournalFollower:
+    """Reads a journal from where it left off: each `new_events()` reads only the bytes appended
+    since (whole lines), so following a long run costs what it adds, not its whole journal."""
+
+    def __init__(self, journal: RunJournal, run_id: str):
+        self.journal = journal
+        self.run_id = run_id
+        self.seq = journal.last_seq(run_id)
+        self._offset = 0
+
+    def new_events(self) -> list[tuple[int, dict[str, Any]]]:
+        path = self.journal.path(self.run_id)
+        try:
+            refuse_links(str(self.journal.layout.root), self.journal.folder)
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        except FileNotFoundError:
+            return []
+        try:
+            size = os.fstat(fd).st_size
+            if size < self._offset:  # not the file it was (it never shrinks otherwise)
+                self._offset = 0
+            chunks = []
+            os.lseek(fd, self._offset, os.SEEK_SET)
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+        raw = b"".join(chunks)
+        end = raw.rfind(b"\n") + 1  # a line still being written is read next time
+        self._offset += end
+        found = [(seq, event) for seq, event in _entries(raw[:end]) if seq > self.seq]
+        if found:
+            self.seq = found[-1][0]
+        return found
 
 
 def _entries(raw: bytes) -> list[tuple[int, dict[str, Any]]]:
@@ -163,7 +203,8 @@ class JournalWriter:
         if self._size + len(line) > TOTAL_CAP:
             self._mark("all", event)
             return
-        if self._dropping is None and event.get("event") == "step_output" and self._size + len(line) > OUTPUT_CAP:
+        output = event.get("event") == "step_output"
+        if self._dropping is None and output and self._size + len(line) > OUTPUT_CAP:
             self._mark("step_output", event)
             return
         self._put(line)
