@@ -135,7 +135,8 @@ export class ScenarioRun {
       return reported ? [] : [`stdout of a --json command is not one JSON document (${err.message})`];
     }
     const isObj = document !== null && typeof document === 'object' && !Array.isArray(document);
-    const refused = result.returncode !== 0 && (result.returncode !== 1 || (isObj && 'error' in document));
+    const refused =
+      result.returncode !== 0 && ((result.returncode !== 1 && result.returncode !== 4) || (isObj && 'error' in document));
     let ref;
     let what;
     if (refused) {

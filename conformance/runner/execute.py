@@ -303,8 +303,9 @@ class ScenarioRun:
 
     def _output_problems(self, args: list[str], result: Result, *, reported: bool) -> list[str]:
         """A `--json` command's document against its schema: the error document when it refused
-        (any exit code but 0, and exit 1 only with an `error`: a failed run and a validate that
-        found problems exit 1 with their result, CLI-006), else its command's entry of the index;
+        (any exit code but 0, and exit 1 or 4 only with an `error`: a failed run and a validate that
+        found problems exit 1 with their result, a watch whose timeout passed exits 4 with it,
+        CLI-006, CLI-012), else its command's entry of the index;
         a command with `--jsonl` writes frames."""
         if not result.stdout.strip() or result.returncode is None:
             return []
@@ -317,7 +318,7 @@ class ScenarioRun:
         except ValueError as exc:
             return [] if reported else [f"stdout of a --json command is not one JSON document ({exc})"]
         refused = result.returncode != 0 and (
-            result.returncode != 1 or (isinstance(document, dict) and "error" in document)
+            result.returncode not in (1, 4) or (isinstance(document, dict) and "error" in document)
         )
         if refused:
             ref, what = self.schemas.error_document, "the error document"

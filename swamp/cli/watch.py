@@ -145,8 +145,10 @@ def watch_outcome(doc: dict[str, Any]) -> None:
         return
     if outcome == "interrupted":
         steps = [s for j in doc.get("jobs", []) for s in j.get("steps", [])]
+        # Where it stopped: a step recorded running, else the first one that had not finished.
         running = [s["name"] for s in steps if s.get("status") == "running"]
-        step = running[0] if running else "STEP"
+        unfinished = [s["name"] for s in steps if s.get("status") not in ("succeeded", "skipped")]
+        step = (running or unfinished or ["STEP"])[0]
         out()
         out(
             f"{status_text('failed')}: run {doc['id']} (workflow {doc['workflowName']}) was interrupted: "
