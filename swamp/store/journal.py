@@ -188,6 +188,8 @@ class JournalWriter:
             try:
                 if self._fd is None:
                     self._open()
+                if self._dropping == "all":  # an earlier execution filled it
+                    return
                 self._write(event)
             except (OSError, ValueError, TypeError):
                 self._broken = True
