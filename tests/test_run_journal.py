@@ -77,7 +77,9 @@ def test_past_the_output_cap_output_lines_are_dropped_with_one_marker(
     assert kinds.count("journal_truncated") == 1 and kinds[-1] == "run_completed" and "more" not in str(kinds)
 
 
-def test_past_the_total_cap_nothing_more_is_written(journal: RunJournal, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_past_the_total_cap_nothing_more_is_written(
+    journal: RunJournal, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(journal_module, "OUTPUT_CAP", 1000)
     monkeypatch.setattr(journal_module, "TOTAL_CAP", 3000)
     writer = journal.writer(RUN)
@@ -86,12 +88,18 @@ def test_past_the_total_cap_nothing_more_is_written(journal: RunJournal, monkeyp
     size = os.path.getsize(journal.path(RUN))
     assert 2500 < size <= 3000 + 200
     entries = journal.read(RUN)
-    assert entries[-1][1] == {"event": "journal_truncated", "at": "2026-01-01T00:00:00.000Z", "dropping": "all"}
+    assert entries[-1][1] == {
+        "event": "journal_truncated",
+        "at": "2026-01-01T00:00:00.000Z",
+        "dropping": "all",
+    }
     journal.writer(RUN).append(event("run_completed", runId=RUN, status="succeeded"))
     assert os.path.getsize(journal.path(RUN)) == size
 
 
-def test_the_journal_folder_as_a_symlink_is_never_written_through(journal: RunJournal, tmp_path: Path) -> None:
+def test_the_journal_folder_as_a_symlink_is_never_written_through(
+    journal: RunJournal, tmp_path: Path
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     os.symlink(elsewhere, tmp_path / ".swamp" / "journal")

@@ -118,7 +118,10 @@ def test_run_watch_waits_through_a_signal_and_a_resume_from_other_processes(tmp_
         [
             job(
                 "main",
-                {"name": "ask", "task": {"type": "wait_for_signal", "timeout": 600, "schema": {"type": "boolean"}}},
+                {
+                    "name": "ask",
+                    "task": {"type": "wait_for_signal", "timeout": 600, "schema": {"type": "boolean"}},
+                },
                 sh("after", "echo shipped", dependsOn=[dep("ask")]),
             )
         ],
