@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
+from ..domain.errors import ShuttingDown
 from ..domain.run import WorkflowRun, iso
 from ..engine.ports import Emit
 from ..store.claim import is_held
@@ -33,6 +35,10 @@ ENDED = frozenset({"succeeded", "failed", "cancelled"})
 # After the record says the run ended, how long to wait for its executor to let go of the claim
 # (it emits `run_completed` after the last save) so the journal's last events are streamed too.
 SETTLE_SECONDS = 2.0
+# A long-lived host (swamp serve) sets this for its watches: when it returns True the watch ends
+# at once with shutting_down instead of holding the host's shutdown for its whole grace.
+WATCH_STOP: ContextVar[Callable[[], bool] | None] = ContextVar("WATCH_STOP", default=None)
+STOP_CHECK_SECONDS = 0.25
 
 
 def watch_run(
@@ -43,6 +49,7 @@ def watch_run(
     emit: Emit | None = None,
 ) -> dict[str, Any]:
     send: Emit = emit or (lambda event: None)
+    stop = WATCH_STOP.get()
     found = app.runs.find(run_ref)
     journal = RunJournal(app.layout)
     record = app.runs.path_for(found.workflowId, found.id)
@@ -72,6 +79,14 @@ def watch_run(
             wait = left
             if run.status in ("running", "pending"):
                 wait = CLAIM_PROBE_SECONDS if left is None else min(left, CLAIM_PROBE_SECONDS)
+            if stop is not None:
+                wait = STOP_CHECK_SECONDS if wait is None else min(wait, STOP_CHECK_SECONDS)
+                if stop():
+                    raise ShuttingDown(
+                        f"swamp serve is shutting down; the run goes on: watch it again with "
+                        f"swamp workflow watch {run.id}",
+                        {"runIds": [run.id]},
+                    )
             changes.wait(wait)
 
 

@@ -219,7 +219,7 @@ class JournalWriter:
 
     def _line(self, event: dict[str, Any]) -> bytes:
         self._seq += 1
-        return ('{"seq":%d,"event":%s}\n' % (self._seq, _encode(event))).encode("utf-8")
+        return f'{{"seq":{self._seq},"event":{_encode(event)}}}\n'.encode()
 
     def _mark(self, dropping: str, event: dict[str, Any]) -> None:
         """The event that crossed a cap is not written; its sequence number goes to the marker."""
