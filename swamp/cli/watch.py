@@ -14,14 +14,6 @@ from .output import out, style
 
 EXIT_WATCH_TIMEOUT = 4
 
-WATCH_EXITS = """\b
-Exit codes:
-  0  the run succeeded
-  1  it ended failed or cancelled, or it is interrupted (its process stopped)
-  4  --timeout passed while it was still suspended or running
-  3  no such run (run_not_found, run_ambiguous)"""
-
-
 def _timeout_option(func: Any) -> Any:
     from .common import _finite
 
@@ -50,27 +42,36 @@ def workflow_watch(
 
     \b
     Examples:
-      swamp workflow watch 3f2a                  # until the run ends
-      swamp workflow watch 3f2a --timeout 600    # give up after ten minutes (exit 4)
-      swamp workflow watch 3f2a --timeout 0 --json   # its state now, as one document
+      swamp workflow watch 3f2a                   # until the run ends
+      swamp workflow watch 3f2a --timeout 600     # at most ten minutes
+      swamp workflow watch 3f2a --timeout 0 --json
 
+    \b
+    Exit codes:
+      0  the run succeeded
+      1  it ended failed or cancelled, or it is interrupted (its process stopped)
+      4  --timeout passed while it was still suspended or running
+      3  no such run (run_not_found, run_ambiguous)
     """
     payload: dict[str, Any] = {"run": run}
     if timeout is not None:
         payload["timeout"] = timeout
-    call(
-        ctx,
-        "workflow.watch",
-        payload,
-        as_json=as_json,
-        repo_dir=repo_dir,
-        render=watch_outcome,
-        progress=WatchProgress(),
-        exit_code=watch_exit,
-    )
+    try:
+        call(
+            ctx,
+            "workflow.watch",
+            payload,
+            as_json=as_json,
+            repo_dir=repo_dir,
+            render=watch_outcome,
+            progress=WatchProgress(),
+            exit_code=watch_exit,
+        )
+    except KeyboardInterrupt:  # Ctrl-C stops the watching, never the run
+        from .output import err
 
-
-workflow_watch.help = (workflow_watch.help or "") + "\n\n" + WATCH_EXITS
+        err(f"Stopped watching; the run goes on. Watch it again with: swamp workflow watch {run}")
+        ctx.exit(130)
 
 
 def watch_exit(data: dict[str, Any]) -> int:
