@@ -19,8 +19,9 @@ still see every status change, from the record.
 
 Cost: an append is one write(2) on a descriptor held open for the execution, plus encoding the
 line. Measured with scripts/bench/engine's 2000 no-op steps (two events each), CPU time of the
-run: 1384 ms before the journal, 1446 ms with it (median of 5, on a loaded 2-core machine):
-about 15 us an event, most of it JSON encoding; a step that runs anything costs far more.
+whole run, median of 5 on a loaded 2-core machine: 1375 ms before the journal, 1388 ms with it
+(an earlier try: 1384 and 1446 ms); wall time 1827 and 1830 ms. At most ~15 us an event, most
+of it JSON encoding; a step that runs anything costs far more.
 """
 
 from __future__ import annotations
