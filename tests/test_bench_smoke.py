@@ -34,5 +34,8 @@ def test_bench_all_smoke_prints_a_complete_report():
     assert all(ms > 0 for ms in report["engine"]["medianMs"].values())
     assert isinstance(report["engine"]["perStepUs"], float)  # may be negative: tiny sizes are noise
     assert report["expressions"]["contextSteps"] > 0
+    watched = report["watch"]["results"]
+    assert {r["mechanism"] for r in watched} == {"inotify", "poll"}
+    assert all(r["journalToPrintedMs"]["median"] > 0 and r["signalToPrintedMs"]["max"] > 0 for r in watched)
     for section in ("commandStart", "history", "throughput", "engine"):
         assert isinstance(report[section]["met"], bool), section

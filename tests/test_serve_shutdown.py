@@ -132,3 +132,21 @@ def test_sigkill_then_the_next_command_reads_the_records_and_takes_the_claim(rep
     # a new serve replaces the stale socket
     again = serve()
     assert data(again.client().request("serve.status", "s1"))["pid"] == again.proc.pid
+
+
+def test_sigterm_ends_a_watch_at_once_with_the_command_to_watch_again(repo, serve):
+    repo.write_workflow("asks", [job("main", wait("ask"))])
+    code, doc = cli_json(repo, "workflow", "run", "asks")
+    assert code == 0 and doc["status"] == "suspended"
+    server = serve("--grace", "30")
+    client = server.client()
+    client.send("workflow.watch", "w1", {"run": doc["id"]})
+    client.event("w1", "run_status", status="suspended")
+    server.signal(signal.SIGTERM)
+    reply = client.reply("w1", timeout=20)
+    # Its own answer (not serve's "shut down before this request finished" after the grace).
+    assert reply["error"]["code"] == "shutting_down"
+    assert f"swamp workflow watch {doc['id']}" in reply["error"]["message"]
+    code, stderr = server.wait()
+    assert code == 0, stderr
+    assert record(repo, doc["id"])["status"] == "suspended"

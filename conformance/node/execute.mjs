@@ -14,8 +14,8 @@ import { g, pyDumps, pyRepr, shlexJoin, shlexQuote, short } from './text.mjs';
 const DEFAULT_TIMEOUT = 60;
 const OUTPUT_LIMIT = 8000;
 // Exit codes whose --json document is a result unless it has `error` (CLI-012): a failed run or
-// validate, and a run stopped by SIGINT or SIGTERM (RUN-027).
-const RESULT_EXITS = [1, 130, 143];
+// validate, a watch whose timeout passed (WATCH-004), and a run stopped by SIGINT or SIGTERM (RUN-027).
+const RESULT_EXITS = [1, 4, 130, 143];
 
 export class ScenarioFailure extends Error {}
 

@@ -25,8 +25,8 @@ DEFAULT_TIMEOUT = 60.0
 DEFAULT_USER = "conformance"
 OUTPUT_LIMIT = 8000
 # Exit codes whose --json document is a result unless it has `error` (CLI-012): a failed run or
-# validate, and a run stopped by SIGINT or SIGTERM (RUN-027).
-RESULT_EXITS = (1, 130, 143)
+# validate, a watch whose timeout passed (WATCH-004), and a run stopped by SIGINT or SIGTERM (RUN-027).
+RESULT_EXITS = (1, 4, 130, 143)
 
 
 class ScenarioFailure(Exception):
@@ -306,8 +306,9 @@ class ScenarioRun:
 
     def _output_problems(self, args: list[str], result: Result, *, reported: bool) -> list[str]:
         """A `--json` command's document against its schema: the error document when it refused
-        (any exit code but 0, and exit 1 only with an `error`: a failed run and a validate that
-        found problems exit 1 with their result, CLI-006), else its command's entry of the index;
+        (any exit code but 0, and exit 1 or 4 only with an `error`: a failed run and a validate that
+        found problems exit 1 with their result, a watch whose timeout passed exits 4 with it,
+        CLI-006, CLI-012), else its command's entry of the index;
         a command with `--jsonl` writes frames."""
         if not result.stdout.strip() or result.returncode is None:
             return []

@@ -431,6 +431,17 @@ def expressions(seconds: float) -> dict[str, object]:
     }
 
 
+# -- 6. watch ---------------------------------------------------------------------------------------
+
+
+def watch(idle: float, samples: int) -> dict[str, object]:
+    """Idle CPU of `workflow watch` on a suspended run, and how soon it shows a change."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_watch import report
+
+    return report(idle, samples)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script, not the targets")
@@ -444,6 +455,7 @@ def main() -> None:
         "throughput": throughput(20 if smoke else 1000, 2 if smoke else 3),
         "engine": engine((10, 100) if smoke else (1000, 10_000), 1 if smoke else 3),
         "expressions": expressions(0.2 if smoke else 2.0),
+        "watch": watch(1.0 if smoke else 10.0, 3 if smoke else 20),
     }
     print(json.dumps(report, indent=2))
 

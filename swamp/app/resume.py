@@ -132,8 +132,9 @@ def _execute(
     now = app.clock.now()
     run.resume(now, input_keys)
     app.runs.save(run)
+    services = engine_services(app, emit, run.id)
     for job_name, step in expired:
-        (emit or (lambda event: None))(
+        services.emit(
             {
                 "event": "step_failed",
                 "at": iso(now),
@@ -144,7 +145,7 @@ def _execute(
                 "allowedFailure": step.allowedFailure,
             }
         )
-    WorkflowExecutor(workflow, run, engine_services(app, emit), inputs=inputs).execute(resumed=True)
+    WorkflowExecutor(workflow, run, services, inputs=inputs).execute(resumed=True)
 
 
 def prepare_retry(run: WorkflowRun, from_step: str, workflow: Any) -> None:

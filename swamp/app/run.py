@@ -44,7 +44,7 @@ def run_workflow(
     )
     superseded = supersede(app, workflow, run)
     with RunClaim(app.layout, run.id, purpose="run"):
-        WorkflowExecutor(workflow, run, engine_services(app, emit)).execute()
+        WorkflowExecutor(workflow, run, engine_services(app, emit, run.id)).execute()
     doc = run_document(app, run)
     doc["superseded"] = superseded
     return doc
@@ -55,7 +55,9 @@ def workflow_of(run: WorkflowRun) -> Workflow:
     return Workflow.model_validate(run.definition)
 
 
-def engine_services(app: App, emit: Emit | None) -> EngineServices:
+def engine_services(app: App, emit: Emit | None, run_id: str) -> EngineServices:
+    """What the engine needs to execute run `run_id`, under its claim. Every event it emits goes
+    to the run's journal (store/journal.py, for `workflow watch`) and then to `emit`."""
     hooks = HOSTED_RUNS.get()
     extra: dict[str, Any] = {}
     if hooks is not None:
@@ -68,7 +70,22 @@ def engine_services(app: App, emit: Emit | None) -> EngineServices:
         validation=app.validation,
         env=dict(os.environ),
         user=app.user,
-        emit=emit or (lambda event: None),
+        emit=journaled(app, run_id, emit),
         max_concurrency=app.host_concurrency(),
         **extra,
     )
+
+
+def journaled(app: App, run_id: str, emit: Emit | None) -> Emit:
+    """`emit`, each event first appended to the run's journal (one writer per execution)."""
+    from ..store.journal import RunJournal
+
+    append = RunJournal(app.layout).writer(run_id).append
+    if emit is None:
+        return append
+
+    def both(event: dict[str, Any]) -> None:
+        append(event)
+        emit(event)
+
+    return both

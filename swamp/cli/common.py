@@ -49,6 +49,7 @@ else:
     import click  # type: ignore[no-redef]
 
 Renderer = Callable[[dict[str, Any]], None]
+Then = Callable[[dict[str, Any], bool, Callable[..., Any]], dict[str, Any]]
 
 
 def _as_json(ctx: click.Context, local: bool) -> bool:
@@ -71,20 +72,24 @@ def call(
     render: Renderer,
     progress: Callable[[dict[str, Any]], None] | None = None,
     exit_code: Callable[[dict[str, Any]], int] = lambda data: 0,
+    then: Then | None = None,
 ) -> None:
+    """Answer `request` and render its result. `then` (run --watch) follows the result with more
+    requests, `then(data, use_json, ask)` with `ask(request, payload, progress)`, and returns the
+    document to render in its place."""
     use_json = _as_json(ctx, as_json)
     directory = _repo_dir(ctx, repo_dir)
     if directory is not None:
         payload = {**payload, "repoDir": directory}
     if request not in QUICK_REQUESTS or payload.get("resume") or not gc.isenabled():
-        _answer(ctx, request, payload, use_json, render, progress, exit_code)
+        _answer(ctx, request, payload, use_json, render, progress, exit_code, then)
         return
     # A quick request reads a few records and writes at most one, and the process ends with it:
     # nothing it allocates forms cycles worth collecting, while the collector would walk every
     # object that its imports create. Frozen on the way out, so that no late collection walks them.
     gc.disable()
     try:
-        _answer(ctx, request, payload, use_json, render, progress, exit_code)
+        _answer(ctx, request, payload, use_json, render, progress, exit_code, then)
     finally:
         gc.freeze()
         gc.enable()
@@ -98,13 +103,20 @@ def _answer(
     render: Renderer,
     progress: Callable[[dict[str, Any]], None] | None,
     exit_code: Callable[[dict[str, Any]], int],
+    then: Then | None = None,
 ) -> None:
     from ..protocol.requests import handle
+
+    def ask(follow_up: str, more: dict[str, Any], shown: Callable[[dict[str, Any]], None] | None) -> Any:
+        repo = {"repoDir": payload["repoDir"]} if "repoDir" in payload else {}
+        return handle(follow_up, {**more, **repo}, None if use_json else shown)
 
     stopping = _interruptible(request, payload, progress)
     try:
         with stopping as interruption:
             data = handle(request, payload, None if use_json else progress)
+        if then is not None and (interruption is None or interruption.exit_code is None):
+            data = then(data, use_json, ask)
     except SwampError as exc:
         print_error(exc, use_json)
         ctx.exit(exc.exit_code)
@@ -175,6 +187,7 @@ COMMAND_REQUESTS = {
     "workflow signal": "workflow.signal",
     "workflow waits": "workflow.waits",
     "workflow wait show": "workflow.wait.show",
+    "workflow watch": "workflow.watch",
     "model create": "model.create",
     "model list": "model.list",
     "model get": "model.get",
@@ -307,6 +320,29 @@ def read_inputs(ctx: click.Context, inputs: tuple[str, ...], input_file: str | N
 
 def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in payload.items() if v is not None}
+
+
+def watch_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--watch",
+        is_flag=True,
+        help="If the run suspends, keep watching it (as `swamp workflow watch`) until it ends; "
+        "exit 0 succeeded, 1 failed/cancelled/interrupted.",
+    )(func)
+
+
+def run_rendering(
+    watch: bool,
+    render: Renderer,
+    progress: Callable[[dict[str, Any]], None],
+    exit_code: Callable[[dict[str, Any]], int],
+) -> dict[str, Any]:
+    """`call`'s rendering arguments for run and resume, and with --watch (cli/watch.py)."""
+    if not watch:
+        return {"render": render, "progress": progress, "exit_code": exit_code}
+    from .watch import then_watch, watch_exit, watch_outcome
+
+    return {"render": watch_outcome, "progress": progress, "exit_code": watch_exit, "then": then_watch(None)}
 
 
 def _run_exit(data: dict[str, Any]) -> int:

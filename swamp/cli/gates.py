@@ -15,6 +15,8 @@ from .common import (
     input_options,
     output_options,
     read_inputs,
+    run_rendering,
+    watch_option,
     wide_option,
 )
 from .complete import run_ids, workflow_names, workflow_or_wait
@@ -206,6 +208,7 @@ def workflow_approvals(
 )
 @input_options("Override an input for the rest of the run (only its name is recorded).")
 @claim_option
+@watch_option
 @output_options
 @click.pass_context
 def workflow_resume(
@@ -216,10 +219,12 @@ def workflow_resume(
     inputs: tuple[str, ...],
     input_file: str | None,
     claim_timeout: float | None,
+    watch: bool,
     as_json: bool,
     repo_dir: str | None,
 ) -> None:
-    """Continue a suspended run of WORKFLOW, or retry a failed one with --from.
+    """Continue a suspended run of WORKFLOW, or retry a failed one with --from (with --watch:
+    if it suspends again, wait until it finishes).
 
     A run always executes the definition saved when it started, never the workflow file as it is
     now: editing the file does not change a run, and resume says so when the file changed. To run
@@ -231,6 +236,7 @@ def workflow_resume(
       swamp workflow resume release --run 3f2a
       swamp workflow resume release --from deploy
       swamp workflow run release      # after an edit: a fresh run uses it
+      swamp workflow resume release --watch
     """
     from .render import RunProgress, run_outcome
 
@@ -246,9 +252,7 @@ def workflow_resume(
         payload,
         as_json=as_json,
         repo_dir=repo_dir,
-        render=run_outcome,
-        progress=RunProgress(),
-        exit_code=_run_exit,
+        **run_rendering(watch, run_outcome, RunProgress(), _run_exit),
     )
 
 

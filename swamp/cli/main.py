@@ -78,6 +78,7 @@ def cli(ctx: click.Context, as_json: bool, jsonl: bool, repo_dir: str | None) ->
         "signal": ".waits:workflow_signal",
         "waits": ".waits:workflow_waits",
         "wait": ".waits:workflow_wait",
+        "watch": ".watch:workflow_watch",
     },
 )
 def workflow() -> None:
@@ -89,6 +90,7 @@ def workflow() -> None:
       swamp workflow waits
       swamp workflow signal WAIT_ID --payload '{"verdict":"ship"}'
       swamp workflow resume release
+      swamp workflow watch RUN_ID
     """
 
 

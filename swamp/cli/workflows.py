@@ -12,6 +12,8 @@ from .common import (
     input_options,
     output_options,
     read_inputs,
+    run_rendering,
+    watch_option,
     wide_option,
 )
 from .complete import history_args, workflow_names
@@ -21,6 +23,7 @@ from .output import out, style
 @click.command("run")
 @click.argument("name", shell_complete=workflow_names)
 @input_options("An input value (repeatable): key=value, a.b=value, key:json=<json>.")
+@watch_option
 @output_options
 @click.pass_context
 def workflow_run(
@@ -28,10 +31,11 @@ def workflow_run(
     name: str,
     inputs: tuple[str, ...],
     input_file: str | None,
+    watch: bool,
     as_json: bool,
     repo_dir: str | None,
 ) -> None:
-    """Run workflow NAME until it finishes or suspends.
+    """Run workflow NAME until it finishes or suspends (with --watch: until it finishes).
 
     Each line a step prints is shown as it comes (stderr marked `!`). Ctrl-C stops the run: it is
     recorded failed (interrupted), the command exits 130 and prints the `resume --from` command
@@ -40,6 +44,7 @@ def workflow_run(
     \b
     Examples:
       swamp workflow run release
+      swamp workflow run release --watch     # then wait for the signal and the resume, showing both
       swamp workflow run deploy --input env=prod --input replicas=3
       swamp workflow run deploy --input regions:json='["eu","us"]' --json
     """
@@ -52,9 +57,7 @@ def workflow_run(
         {"workflow": name, "inputs": values},
         as_json=as_json,
         repo_dir=repo_dir,
-        render=run_outcome,
-        progress=RunProgress(),
-        exit_code=_run_exit,
+        **run_rendering(watch, run_outcome, RunProgress(), _run_exit),
     )
 
 

@@ -254,6 +254,17 @@ def _workflow_wait_show(payload: dict[str, Any], emit: Emit, actor: Actor | None
     return show_wait(app, _wait_id(app, payload))
 
 
+def _workflow_watch(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    import math
+
+    from ..app.watch import watch_run
+
+    timeout = payload.get("timeout")
+    if timeout is not None and not (math.isfinite(timeout) and timeout >= 0):
+        raise InvalidRequest("'timeout' in the payload of 'workflow.watch' must be a finite number >= 0")
+    return watch_run(_app(payload, actor), payload["run"], timeout=timeout, emit=emit)
+
+
 def parse_duration(text: str) -> float:
     """90, 90s, 30m, 2h, 1d, 1h30m -> seconds."""
     import re
@@ -325,6 +336,7 @@ REQUEST_TYPES: dict[str, RequestType] = {
         RequestType("workflow.signal", _workflow_signal),
         RequestType("workflow.waits", _workflow_waits),
         RequestType("workflow.wait.show", _workflow_wait_show),
+        RequestType("workflow.watch", _workflow_watch),
         RequestType("model.list", _model_list),
         RequestType("model.get", _model_get),
         RequestType("model.create", _model_create),

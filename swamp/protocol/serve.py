@@ -201,6 +201,14 @@ class Server:
             raise ShuttingDown("swamp serve is shutting down and takes no new requests; reconnect later")
         if executes(request_type, payload):
             return self._hosted(flight, request_type, payload, emit)
+        if request_type == "workflow.watch":
+            from ..app.watch import WATCH_STOP
+
+            token = WATCH_STOP.set(self.shutting_down.is_set)
+            try:
+                return handle(request_type, payload, emit, flight.actor)
+            finally:
+                WATCH_STOP.reset(token)
         data = handle(request_type, payload, emit, flight.actor)
         if (
             request_type == "workflow.approve"

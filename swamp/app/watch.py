@@ -1,0 +1,167 @@
+"""workflow watch: block until a run leaves `suspended`/`running`, streaming what changes.
+
+A watch only reads: the run's record (its status, waits settled, gates decided; the record is
+replaced atomically, so every read is a whole record) and its journal (the events the engine
+emits, appended by the process that executes the run: store/journal.py). It never takes the claim
+and never writes. It wakes on file changes (store/notify.py), so a watch on an idle run costs no
+CPU; while the run is `running` it also checks every CLAIM_PROBE_SECONDS that the process
+executing it is alive, since a dead process changes no file (CLAIM-006: then the run is
+interrupted and the watch ends).
+
+`timeout` is wall-clock seconds (SWAMP_NOW moves the clock the rules read, never this one); 0
+checks once. Events streamed, in order: a `run_status` first (the status when the watch
+started), then each journal event as it is appended, and `wait_settled`, `gate_decided` and
+`run_status` as the record shows them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+from ..domain.errors import ShuttingDown
+from ..domain.run import WorkflowRun, iso
+from ..engine.ports import Emit
+from ..store.claim import is_held
+from ..store.journal import RunJournal
+from ..store.notify import Changes
+from .context import App
+from .views import run_document
+
+CLAIM_PROBE_SECONDS = 1.0
+ENDED = frozenset({"succeeded", "failed", "cancelled"})
+# After the record says the run ended, how long to wait for its executor to let go of the claim
+# (it emits `run_completed` after the last save) so the journal's last events are streamed too.
+SETTLE_SECONDS = 2.0
+# A long-lived host (swamp serve) sets this for its watches: when it returns True the watch ends
+# at once with shutting_down instead of holding the host's shutdown for its whole grace.
+WATCH_STOP: ContextVar[Callable[[], bool] | None] = ContextVar("WATCH_STOP", default=None)
+STOP_CHECK_SECONDS = 0.25
+
+
+def watch_run(
+    app: App,
+    run_ref: str,
+    *,
+    timeout: float | None = None,
+    emit: Emit | None = None,
+) -> dict[str, Any]:
+    send: Emit = emit or (lambda event: None)
+    stop = WATCH_STOP.get()
+    found = app.runs.find(run_ref)
+    journal = RunJournal(app.layout)
+    record = app.runs.path_for(found.workflowId, found.id)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    # Armed before the first read, so a change between that read and the first wait is seen.
+    with Changes([str(record), journal.path(found.id)]) as changes:
+        follower = journal.follow(found.id)
+        run = app.runs.load(found.workflowId, found.id)
+        send(status_event(app, run))
+        while True:
+            for _, event in follower.new_events():
+                send(event)
+            current = app.runs.load(run.workflowId, run.id)
+            for event in record_changes(app, run, current):
+                send(event)
+            run = current
+            if run.status in ENDED:
+                _settle(app, run.id)
+                for _, event in follower.new_events():
+                    send(event)
+                return result(app, run, "finished")
+            if run.status == "running" and _interrupted(app, run):
+                return result(app, app.runs.load(run.workflowId, run.id), "interrupted")
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return result(app, run, "timeout")
+            wait = left
+            if run.status in ("running", "pending"):
+                wait = CLAIM_PROBE_SECONDS if left is None else min(left, CLAIM_PROBE_SECONDS)
+            if stop is not None:
+                wait = STOP_CHECK_SECONDS if wait is None else min(wait, STOP_CHECK_SECONDS)
+                if stop():
+                    raise ShuttingDown(
+                        f"swamp serve is shutting down; the run goes on: watch it again with "
+                        f"swamp workflow watch {run.id}",
+                        {"runIds": [run.id]},
+                    )
+            changes.wait(wait)
+
+
+def result(app: App, run: WorkflowRun, outcome: str) -> dict[str, Any]:
+    doc = run_document(app, run)
+    doc["watch"] = {"outcome": outcome}
+    return doc
+
+
+def _interrupted(app: App, run: WorkflowRun) -> bool:
+    """Recorded running, and nobody holds its claim: its process is gone (read again after the
+    probe, since a run that just ended lets go of its claim after its last save)."""
+    if is_held(app.layout, run.id):
+        return False
+    return app.runs.load(run.workflowId, run.id).status == "running"
+
+
+def _settle(app: App, run_id: str, wait: Callable[[float], None] = time.sleep) -> None:
+    until = time.monotonic() + SETTLE_SECONDS
+    while is_held(app.layout, run_id) and time.monotonic() < until:
+        wait(0.02)
+
+
+def status_event(app: App, run: WorkflowRun) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "event": "run_status",
+        "at": iso(app.clock.now()),
+        "runId": run.id,
+        "workflow": run.workflowName,
+        "status": run.status,
+    }
+    if run.status == "suspended":
+        from .views import suspension
+
+        event["next"] = suspension(app, run)["next"]
+    return event
+
+
+def record_changes(app: App, before: WorkflowRun, after: WorkflowRun) -> list[dict[str, Any]]:
+    """What the record shows happened between two reads: waits settled, gates decided, and the
+    run's status (settling and deciding happen in other processes, outside any execution)."""
+    events: list[dict[str, Any]] = []
+    earlier = {(job.name, step.name): step for job, step in before.steps()}
+    for job, step in after.steps():
+        old = earlier.get((job.name, step.name))
+        wait = step.wait
+        was_open = old is None or old.wait is None or old.wait.outcome is None
+        if wait is not None and wait.outcome is not None and was_open:
+            settled: dict[str, Any] = {
+                "event": "wait_settled",
+                "at": wait.receipt.receivedAt if wait.receipt else iso(app.clock.now()),
+                "job": job.name,
+                "step": step.name,
+                "waitId": wait.waitId,
+                "outcome": wait.outcome,
+            }
+            if wait.receipt is not None:
+                settled["signalId"] = wait.receipt.id
+                settled["submittedBy"] = wait.receipt.submittedBy
+            events.append(settled)
+        decision = step.approval.decision if step.approval is not None else None
+        if decision is not None:
+            old_decision = old.approval.decision if old is not None and old.approval is not None else None
+            if old_decision is None:
+                events.append(
+                    {
+                        "event": "gate_decided",
+                        "at": decision.decidedAt,
+                        "job": job.name,
+                        "step": step.name,
+                        "approved": decision.approved,
+                        "decidedBy": decision.decidedBy,
+                        "reason": decision.reason,
+                    }
+                )
+    if after.status != before.status:
+        events.append(status_event(app, after))
+    return events
