@@ -55,3 +55,14 @@ def continue_if_nothing_open(app: App, run: WorkflowRun, emit: Emit | None) -> d
     if items or run.status != "suspended":
         return {"continued": False, "stillOpen": items}
     return {"continued": True, "run": continue_claimed(app, run, emit)}
+
+
+def add_outcome(doc: dict[str, Any], run: WorkflowRun, outcome: dict[str, Any]) -> None:
+    """An answer's result with --resume: continued, the run document says what comes next;
+    not continued, `next` answers what is still open (each with --resume)."""
+    doc.update(outcome)
+    if outcome["continued"]:
+        doc["runStatus"] = outcome["run"]["status"]
+        del doc["next"]
+    else:
+        doc["next"] = answer_commands(run, outcome["stillOpen"])

@@ -68,14 +68,9 @@ def decide(
         if not remaining and not waits:
             doc["next"] = [f"swamp workflow resume {saved.workflowName} --run {saved.id}"]
     if outcome is not None:
-        from .continuation import answer_commands
+        from .continuation import add_outcome
 
-        doc.update(outcome)
-        if outcome["continued"]:
-            doc["runStatus"] = outcome["run"]["status"]
-            del doc["next"]  # the run document says what comes next
-        else:
-            doc["next"] = answer_commands(saved, outcome["stillOpen"])
+        add_outcome(doc, saved, outcome)
     return doc
 
 

@@ -104,7 +104,7 @@ def signal(
         signal_id = receipt.id if receipt else None
         app.runs.append_audit(run, _audit(now, user, on_behalf_of, wait_id, "accepted", signal_id))
         if resume:
-            from .continuation import answer_commands, continue_if_nothing_open
+            from .continuation import add_outcome, continue_if_nothing_open
 
             outcome = continue_if_nothing_open(app, run, emit)
     assert receipt is not None
@@ -124,12 +124,7 @@ def signal(
         else [f"swamp workflow signal {w} --payload '<json>'" for w in still_open],
     }
     if resume:
-        doc.update(outcome)
-        if outcome["continued"]:
-            doc["runStatus"] = outcome["run"]["status"]
-            del doc["next"]  # the run document says what comes next
-        else:
-            doc["next"] = answer_commands(run, outcome["stillOpen"])
+        add_outcome(doc, run, outcome)
     return doc
 
 
