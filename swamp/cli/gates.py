@@ -164,7 +164,7 @@ def workflow_approvals(
       swamp workflow approvals --wide
       swamp workflow approvals --json
     """
-    from .render import table
+    from .tables import table
 
     def render(data: dict[str, Any]) -> None:
         if not data["approvals"]:

@@ -69,7 +69,7 @@ def model_list(ctx: click.Context, wide: bool, as_json: bool, repo_dir: str | No
       swamp model list
       swamp model list --json
     """
-    from .render import table
+    from .tables import table
 
     def render(data: dict[str, Any]) -> None:
         if not data["models"]:
@@ -134,7 +134,7 @@ def model_type_list(ctx: click.Context, wide: bool, as_json: bool, repo_dir: str
       swamp model type list
       swamp model type list --json
     """
-    from .render import table
+    from .tables import table
 
     def render(data: dict[str, Any]) -> None:
         table(

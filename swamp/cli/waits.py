@@ -248,7 +248,8 @@ def workflow_waits(
       swamp workflow waits --wide
       swamp workflow waits --workflow release --expiring-within 2h --json
     """
-    from .render import table, time_left
+    from .render import time_left
+    from .tables import table
 
     def render(data: dict[str, Any]) -> None:
         if not data["waits"]:

@@ -76,7 +76,7 @@ def workflow_list(ctx: click.Context, wide: bool, as_json: bool, repo_dir: str |
       swamp workflow list
       swamp workflow list --json
     """
-    from .render import table
+    from .tables import table
 
     def render(data: dict[str, Any]) -> None:
         if not data["workflows"] and not data["broken"]:
@@ -223,7 +223,8 @@ def workflow_history(
       swamp workflow history --wide      # every column whole
       swamp workflow history get 3f2a    # one run, by ID or unique prefix
     """
-    from .render import duration, run_tree, table
+    from .render import duration, run_tree
+    from .tables import table
 
     if args and args[0] == "get":
         if len(args) != 2:
