@@ -136,6 +136,11 @@ def warm_helpers(session: Session, waits: list[str], count: int = 2) -> list[int
         assert time.monotonic() < deadline, "the helpers did not start"
         time.sleep(0.05)
     helpers = helper_pids(session.proc.pid)
+    # Each helper writes "ready\n" once it has started; only growth past that is an answer (a
+    # probe that saw only a ready line took a helper still starting for one that answers).
+    while bytes_written(helpers) < len(b"ready\n") * len(helpers):
+        assert time.monotonic() < deadline, "the helpers did not say they were ready"
+        time.sleep(0.05)
     for probe in itertools.count():
         before = bytes_written(helpers)
         ids = [f"probe{probe}-{i}" for i in range(4)]
