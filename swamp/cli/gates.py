@@ -191,15 +191,20 @@ def workflow_approvals(
     call(ctx, "workflow.approvals", payload, as_json=as_json, repo_dir=repo_dir, render=render)
 
 
+def workflow_and_run(func: Callable[..., Any]) -> Callable[..., Any]:
+    """WORKFLOW and --run RUN_ID, as resume and cancel take them (both complete)."""
+    func = click.option(
+        "--run",
+        "run_id",
+        metavar="RUN_ID",
+        shell_complete=run_ids,
+        help="The run (ID or prefix) when several could be meant.",
+    )(func)
+    return click.argument("workflow_name", metavar="WORKFLOW", shell_complete=workflow_names)(func)
+
+
 @click.command("resume")
-@click.argument("workflow_name", metavar="WORKFLOW", shell_complete=workflow_names)
-@click.option(
-    "--run",
-    "run_id",
-    metavar="RUN_ID",
-    shell_complete=run_ids,
-    help="The run (ID or prefix) when several could be meant.",
-)
+@workflow_and_run
 @click.option(
     "--from",
     "from_step",
@@ -257,14 +262,7 @@ def workflow_resume(
 
 
 @click.command("cancel")
-@click.argument("workflow_name", metavar="WORKFLOW", shell_complete=workflow_names)
-@click.option(
-    "--run",
-    "run_id",
-    metavar="RUN_ID",
-    shell_complete=run_ids,
-    help="The run (ID or prefix) when several could be meant.",
-)
+@workflow_and_run
 @click.option("--reason", help="Why; recorded on the run.")
 @claim_option
 @output_options
