@@ -354,6 +354,35 @@ def _answer_exit(data: dict[str, Any]) -> int:
     return _run_exit(data["run"]) if data.get("continued") else 0
 
 
+def call_answer(
+    ctx: click.Context,
+    request: str,
+    payload: dict[str, Any],
+    *,
+    headline: str,
+    as_json: bool,
+    repo_dir: str | None,
+    render: Renderer,
+) -> None:
+    """An answer (signal, approve, reject): with `resume` in the payload, the continuation is shown
+    as `resume` shows it (after `headline`) and the command exits as `resume` does."""
+    if not payload.get("resume"):
+        call(ctx, request, payload, as_json=as_json, repo_dir=repo_dir, render=render)
+        return
+    from .render import AnswerProgress
+
+    call(
+        ctx,
+        request,
+        payload,
+        as_json=as_json,
+        repo_dir=repo_dir,
+        render=render,
+        progress=AnswerProgress(headline),
+        exit_code=_answer_exit,
+    )
+
+
 class Group(click.Group):  # type: ignore[misc]
     """A command group that, named alone (`swamp workflow`), prints its help to stdout and exits 0,
     as `swamp` alone does (CLI-008, CLI-015); click's default is a usage error on stderr."""

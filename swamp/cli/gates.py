@@ -6,10 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .common import (
-    _answer_exit,
     _drop_none,
     _run_exit,
     call,
+    call_answer,
     claim_option,
     click,
     input_options,
@@ -96,20 +96,14 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
                     "resume": True if resume else None,
                 }
             )
-        if not resume:
-            call(ctx, f"workflow.{verb}", payload, as_json=as_json, repo_dir=repo_dir, render=render)
-            return
-        from .render import AnswerProgress
-
-        call(
+        call_answer(
             ctx,
             f"workflow.{verb}",
             payload,
+            headline="Approved",
             as_json=as_json,
             repo_dir=repo_dir,
             render=render,
-            progress=AnswerProgress("Approved"),
-            exit_code=_answer_exit,
         )
 
     return command

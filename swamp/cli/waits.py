@@ -9,9 +9,9 @@ from typing import Any
 
 from .common import (
     Group,
-    _answer_exit,
     _drop_none,
     call,
+    call_answer,
     claim_option,
     click,
     output_options,
@@ -160,20 +160,14 @@ def workflow_signal(
             "resume": True if resume else None,
         }
     )
-    if not resume:
-        call(ctx, "workflow.signal", payload, as_json=as_json, repo_dir=repo_dir, render=render)
-        return
-    from .render import AnswerProgress
-
-    call(
+    call_answer(
         ctx,
         "workflow.signal",
         payload,
+        headline="Signal accepted",
         as_json=as_json,
         repo_dir=repo_dir,
         render=render,
-        progress=AnswerProgress("Signal accepted"),
-        exit_code=_answer_exit,
     )
 
 
