@@ -16,8 +16,10 @@ from ..store.repo import RepoLayout, find_repo
 from ..store.runs import RunRepository
 
 if TYPE_CHECKING:
+    from ..domain.changes import RunState
     from ..domain.expressions import ExpressionEngine
     from ..domain.inputs import InputValidationService
+    from ..domain.run import WorkflowRun
     from ..domain.shellwords import ShellArguments
     from ..models.runner import ModelMethodRunner
     from ..store.workflows import WorkflowRepository
@@ -63,7 +65,12 @@ class App:
 
     @cached_property
     def runs(self) -> RunRepository:
-        return RunRepository(self.layout)
+        return RunRepository(self.layout, on_change=self._publish)
+
+    def _publish(self, before: RunState | None, run: WorkflowRun) -> None:
+        from .publish import publish
+
+        publish(self, before, run)
 
     @cached_property
     def validation(self) -> InputValidationService:

@@ -120,7 +120,9 @@ _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 def _field_names(cls: type) -> tuple[str, ...]:
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+        # A field marked transient is state kept in memory only (never written nor read).
+        fields = dataclasses.fields(cls)
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields if not f.metadata.get("transient"))
     return names
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .approvals import APPROVAL_TIMEOUT, REJECTED, ApprovalDecision, ApprovalGate
+from .changes import RunState
 from .deadlines import deadline_after
 from .errors import (
     ApprovalExpired,
@@ -427,6 +428,9 @@ class WorkflowRun:
     retiredWaitIds: list[str] = field(default_factory=list)
     definition: dict[str, Any] = field(default_factory=dict)
     jobs: list[JobRun] = field(default_factory=list)
+    # The state the run was loaded or last saved in (never written): what the store compares a
+    # save against to publish what changed (domain/changes.py).
+    published: RunState | None = field(default=None, compare=False, repr=False, metadata={"transient": True})
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "formatVersion": INT,

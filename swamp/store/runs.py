@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..domain.changes import RunState, run_state
 from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
 from ..domain.run import WorkflowRun, parse_iso
 from ..domain.runref import check_run_ref, is_run_id
@@ -58,9 +59,14 @@ class _IndexDamaged(Exception):
     """An active-run index entry (or the folder) cannot be read: the index is rebuilt."""
 
 
+# Told, after each save, the state the run was loaded in (None: never saved) and the run as saved.
+OnChange = Callable[[RunState | None, WorkflowRun], None]
+
+
 class RunRepository:
-    def __init__(self, layout: RepoLayout):
+    def __init__(self, layout: RepoLayout, on_change: OnChange | None = None):
         self.layout = layout
+        self.on_change = on_change
         self._active_written: dict[str, dict[str, object]] = {}
         self._active_dir = layout.datastore / "index" / "active"
         self._built_stamp = layout.datastore / "index" / "active.built"
@@ -120,6 +126,9 @@ class RunRepository:
                 f"{error.message} (the record on disk is the last one saved)",
                 {**error.details, "path": shown},
             ) from None
+        before, run.published = run.published, run_state(run)
+        if self.on_change is not None:
+            self.on_change(before, run)
 
     # -- the active-run index: index/active/<runId>.json for every run not yet finished ----------
     # Hot paths (waits, approvals, resume, supersede) read this instead of every record, so their
@@ -414,6 +423,7 @@ class RunRepository:
             )
         # Another process may have changed the run's index entry since this one last wrote it.
         self._active_written.pop(run.id, None)
+        run.published = run_state(run)
         return run
 
     def load(self, workflow_id: str, run_id: str) -> WorkflowRun:

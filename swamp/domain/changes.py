@@ -1,0 +1,96 @@
+"""What a save of a run changed, as the events other processes care about.
+
+Why: programs that drive swamp (and the wait-open hook) must learn that a wait opened, a wait
+settled, a run suspended or a run finished, whichever process made the change (a CLI in another
+terminal, serve, a helper). Every change to a run ends in one save of its record by the holder of
+its claim, so the store compares the state the run was loaded in (`RunState`, kept on the run in
+memory, never written) with the state it is saved in, and publishes the difference. One
+derivation, in one place: the event log, the hooks and watch read the same facts.
+
+The events, in the order one save yields them: `wait_settled` for each wait that was open and
+settled, `wait_opened` for each wait that opened (followed by its `wait_settled` when it settled
+too, e.g. at once by a held signal), then `run_suspended` or `run_finished` when the run's
+status became that. """
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .run import WorkflowRun
+
+FINISHED = frozenset({"succeeded", "failed", "cancelled"})
+
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """What the events are derived from: the run's status, and its waits by ID (None: open)."""
+
+    status: str
+    waits: dict[str, str | None]
+
+
+def run_state(run: WorkflowRun) -> RunState:
+    waits: dict[str, str | None] = {}
+    for _, step in run.steps():
+        if step.wait is not None:
+            waits[step.wait.waitId] = step.wait.outcome
+    return RunState(run.status, waits)
+
+
+def run_changes(before: RunState | None, run: WorkflowRun, now: dt.datetime) -> list[dict[str, Any]]:
+    """The events between `before` (None: the run was never saved) and `run` as it is now."""
+    from .records import write_record
+    from .run import iso
+
+    at = iso(now)
+    known = before.waits if before is not None else {}
+    head = {"at": at, "runId": run.id, "workflow": run.workflowName, "workflowId": run.workflowId}
+    settled: list[dict[str, Any]] = []  # waits open at `before` that settled since
+    opened: list[dict[str, Any]] = []  # waits new since `before` (each settled one followed by that)
+    for job, step in run.steps():
+        wait = step.wait
+        if wait is None:
+            continue
+        was_seen = wait.waitId in known
+        if not was_seen or known[wait.waitId] is None:
+            if not was_seen:
+                opened.append(
+                    {
+                        "event": "wait_opened",
+                        **head,
+                        "job": job.name,
+                        "step": step.name,
+                        "waitId": wait.waitId,
+                        "openedAt": wait.openedAt,
+                        "deadline": wait.deadline,
+                        **({"description": wait.description} if wait.description is not None else {}),
+                    }
+                )
+            if wait.outcome is not None:
+                event: dict[str, Any] = {
+                    "event": "wait_settled",
+                    **head,
+                    "job": job.name,
+                    "step": step.name,
+                    "waitId": wait.waitId,
+                    "outcome": wait.outcome,
+                }
+                if wait.receipt is not None:
+                    event["signalId"] = wait.receipt.id
+                    event["submittedBy"] = wait.receipt.submittedBy
+                    event["receipt"] = write_record(wait.receipt)
+                (settled if was_seen else opened).append(event)
+    events = [*settled, *opened]
+    if before is None or before.status != run.status:
+        if run.status == "suspended":
+            open_ids = [wait for wait, outcome in run_state(run).waits.items() if outcome is None]
+            events.append({"event": "run_suspended", **head, "status": run.status, "waitIds": open_ids})
+        elif run.status in FINISHED and (before is None or before.status not in FINISHED):
+            finished: dict[str, Any] = {"event": "run_finished", **head, "status": run.status}
+            if run.failureReason is not None:
+                finished["failureReason"] = run.failureReason
+            events.append(finished)
+    return events
