@@ -163,6 +163,26 @@ def test_the_warning_names_the_place_the_reason_and_the_fix(engine):
     assert "job 'later' step 'use' guard" in doc["message"]
 
 
+def fixes(engine: ExpressionEngine, guard: str) -> list[str]:
+    workflow = parse_workflow(
+        {
+            "id": "10000000-0000-4000-8000-000000000001",
+            "name": "w",
+            "jobs": [
+                {"name": "main", "steps": [wait(OBJECT), reader("use", "1", guard="${{ " + guard + " }}")]}
+            ],
+        }
+    )
+    return [w.to_dict()["fix"] for w in payload_warnings(workflow, engine)]
+
+
+def test_the_fix_of_a_negative_test_keeps_it_true_when_the_path_is_absent(engine):
+    # "anything but x" holds when nothing was sent: has() && ... would turn it false.
+    assert fixes(engine, f'{P}.who != "x"') == [f'!has({P}.who) || {P}.who != "x"']
+    assert fixes(engine, f'!({P}.who == "x")') == [f'!has({P}.who) || !({P}.who == "x")']
+    assert fixes(engine, f'{P}.who == "x"') == [f'has({P}.who) && {P}.who == "x"']
+
+
 def test_an_expanded_foreach_name_means_its_template(engine):
     workflow = parse_workflow(
         {

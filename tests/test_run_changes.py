@@ -7,15 +7,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import Repo, dep, job, make_repo, sh
 
 from swamp.app import publish as publish_module
 from swamp.domain.changes import run_changes
 
-from helpers import Repo, dep, job, make_repo, sh
-
 
 def wait(name: str, **step: Any) -> dict[str, Any]:
-    return {"name": name, "task": {"type": "wait_for_signal", "timeout": 600, "schema": {"type": "object"}}, **step}
+    return {
+        "name": name,
+        "task": {"type": "wait_for_signal", "timeout": 600, "schema": {"type": "object"}},
+        **step,
+    }
 
 
 @pytest.fixture

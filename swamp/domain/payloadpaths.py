@@ -131,6 +131,11 @@ def _unguarded_reads(tree: Node, source: str, schema_of: SchemaOf) -> list[tuple
     chain = _payload_chain(tree)
     if chain is not None:  # the expression is the path itself: give it a value when absent
         fix = f'{test} ? {_show(*chain)} : ""'
+    elif tree.kind == "call" and tree.name in ("_!=_", "!_"):
+        # A negative test means "anything but": an absent path keeps that meaning (true), where
+        # `has(...) && ...` would turn it false.
+        absent = f"!{test}" if len(tests) == 1 else f"!({test})"
+        fix = f"{absent} || {source}"
     elif tree.kind == "call" and tree.name in ("_||_", "_?_:_"):
         fix = f"{test} && ({source})"
     else:
