@@ -1,0 +1,7 @@
+"""`python -m swamp.hooks ROOT SPOOL SLOT_FD`: a hook supervisor, started by swamp/hooks/launch.py."""
+
+import sys
+
+from .supervisor import main
+
+sys.exit(main(sys.argv[1:]))
