@@ -24,7 +24,7 @@ MAX_HOOK_TIMEOUT = 3600
 # parse_settings.
 TOP_KEYS = ("version", "hooks")
 
-EXAMPLE = 'hooks:\n  waitOpened: {command: "sh hooks/notify.sh", timeout: 30}'
+EXAMPLE = 'hooks: {waitOpened: {command: "sh hooks/notify.sh", timeout: 30}}'
 
 
 class SettingsInvalid(SwampError):
@@ -81,7 +81,7 @@ def parse_settings(doc: Any) -> Settings:
             raise _refuse(
                 str(key),
                 "is not a setting",
-                f"the settings are {', '.join(TOP_KEYS)} (hooks: see `{EXAMPLE}`)",
+                f"{_did_you_mean(key, TOP_KEYS)}the settings are {', '.join(TOP_KEYS)}, such as `{EXAMPLE}`",
             )
     version = doc.get("version", 1)
     if version != 1 or isinstance(version, bool):
@@ -98,14 +98,18 @@ def _hooks(raw: Any) -> tuple[Hook, ...]:
     for name, body in raw.items():
         where = f"hooks.{name}"
         if name not in HOOK_NAMES:
-            raise _refuse(where, "is not a hook", f"the hooks are {', '.join(HOOK_NAMES)}")
+            raise _refuse(where, "is not a hook", f"{_did_you_mean(name, HOOK_NAMES)}the hooks are {', '.join(HOOK_NAMES)}")
         if isinstance(body, str):
             body = {"command": body}
         if not isinstance(body, dict):
             raise _refuse(where, f"must be a mapping, not {_kind(body)}", f'write `{name}: {{command: "..."}}`')
         for key in body:
             if key not in HOOK_KEYS:
-                raise _refuse(f"{where}.{key}", "is not a hook setting", f"a hook has {', '.join(HOOK_KEYS)}")
+                raise _refuse(
+                    f"{where}.{key}",
+                    "is not a hook setting",
+                    f"{_did_you_mean(key, HOOK_KEYS)}a hook has {', '.join(HOOK_KEYS)}",
+                )
         command = body.get("command")
         if not isinstance(command, str) or not command.strip():
             raise _refuse(
@@ -127,6 +131,13 @@ def _hooks(raw: Any) -> tuple[Hook, ...]:
         hooks.append(Hook(str(name), command, float(timeout)))
     hooks.sort(key=lambda hook: HOOK_NAMES.index(hook.name))
     return tuple(hooks)
+
+
+def _did_you_mean(key: Any, known: tuple[str, ...]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+    return f"did you mean {close[0]}? " if close else ""
 
 
 def _kind(value: Any) -> str:

@@ -79,7 +79,8 @@ def _parse(data: bytes) -> Any:
     except UnicodeDecodeError:
         raise SettingsInvalid(f"{MARKER} is not UTF-8 text; save it as UTF-8", {"path": MARKER, "key": ""}) from None
     except YamlError as exc:
-        raise SettingsInvalid(f"{MARKER} is not valid YAML ({exc}); fix it", {"path": MARKER, "key": ""}) from None
+        problem = str(exc).replace(' in "<unicode string>",', " at")
+        raise SettingsInvalid(f"{MARKER} is not valid YAML ({problem}); fix it", {"path": MARKER, "key": ""}) from None
 
 
 def settings_document(settings: Settings) -> dict[str, Any]:
