@@ -59,7 +59,9 @@ def hook_document(app: App, run: WorkflowRun, event: dict[str, Any]) -> dict[str
     value = example_value(wait.schema)
     fits = not app.validation.problems(value, wait.schema)
     example = value if fits else None
-    payload = json.dumps(value, separators=(",", ":"), ensure_ascii=False) if fits else "<json matching the schema>"
+    payload = (
+        json.dumps(value, separators=(",", ":"), ensure_ascii=False) if fits else "<json matching the schema>"
+    )
     document: dict[str, Any] = {
         "event": event["event"],
         "waitId": wait_id,

@@ -204,7 +204,9 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
     )
     doc["stepStatus"] = step.status
     doc["hooks"] = [
-        entry for entry in app.runs.read_audit(run) if entry.get("action") == "hook" and entry.get("waitId") == wait_id
+        entry
+        for entry in app.runs.read_audit(run)
+        if entry.get("action") == "hook" and entry.get("waitId") == wait_id
     ]
     if wait.receipt is not None:
         doc["receipt"] = wait.receipt.as_signal()

@@ -98,11 +98,17 @@ def _hooks(raw: Any) -> tuple[Hook, ...]:
     for name, body in raw.items():
         where = f"hooks.{name}"
         if name not in HOOK_NAMES:
-            raise _refuse(where, "is not a hook", f"{_did_you_mean(name, HOOK_NAMES)}the hooks are {', '.join(HOOK_NAMES)}")
+            raise _refuse(
+                where,
+                "is not a hook",
+                f"{_did_you_mean(name, HOOK_NAMES)}the hooks are {', '.join(HOOK_NAMES)}",
+            )
         if isinstance(body, str):
             body = {"command": body}
         if not isinstance(body, dict):
-            raise _refuse(where, f"must be a mapping, not {_kind(body)}", f'write `{name}: {{command: "..."}}`')
+            raise _refuse(
+                where, f"must be a mapping, not {_kind(body)}", f'write `{name}: {{command: "..."}}`'
+            )
         for key in body:
             if key not in HOOK_KEYS:
                 raise _refuse(
@@ -126,7 +132,7 @@ def _hooks(raw: Any) -> tuple[Hook, ...]:
             raise _refuse(
                 f"{where}.timeout",
                 f"is {timeout!r}",
-                f"write a number of seconds above 0 and at most {MAX_HOOK_TIMEOUT} (default {DEFAULT_HOOK_TIMEOUT})",
+                f"write seconds above 0 and at most {MAX_HOOK_TIMEOUT} (default {DEFAULT_HOOK_TIMEOUT})",
             )
         hooks.append(Hook(str(name), command, float(timeout)))
     hooks.sort(key=lambda hook: HOOK_NAMES.index(hook.name))

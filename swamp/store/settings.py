@@ -77,15 +77,21 @@ def _parse(data: bytes) -> Any:
     try:
         return load_yaml(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise SettingsInvalid(f"{MARKER} is not UTF-8 text; save it as UTF-8", {"path": MARKER, "key": ""}) from None
+        raise SettingsInvalid(
+            f"{MARKER} is not UTF-8 text; save it as UTF-8", {"path": MARKER, "key": ""}
+        ) from None
     except YamlError as exc:
         problem = str(exc).replace(' in "<unicode string>",', " at")
-        raise SettingsInvalid(f"{MARKER} is not valid YAML ({problem}); fix it", {"path": MARKER, "key": ""}) from None
+        raise SettingsInvalid(
+            f"{MARKER} is not valid YAML ({problem}); fix it", {"path": MARKER, "key": ""}
+        ) from None
 
 
 def settings_document(settings: Settings) -> dict[str, Any]:
     """The settings as the document parse_settings reads back."""
     doc: dict[str, Any] = {"version": settings.version}
     if settings.hooks:
-        doc["hooks"] = {hook.name: {"command": hook.command, "timeout": hook.timeout} for hook in settings.hooks}
+        doc["hooks"] = {
+            hook.name: {"command": hook.command, "timeout": hook.timeout} for hook in settings.hooks
+        }
     return doc
