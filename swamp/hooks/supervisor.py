@@ -106,7 +106,7 @@ def run_job(root: Path, job: dict[str, Any]) -> dict[str, Any]:
             start_new_session=True,
         )
     except OSError as exc:
-        entry.update(code="hook_not_started", exitCode=None, timedOut=False, error=str(exc))
+        entry.update({"code": "hook_not_started", "exitCode": None, "timedOut": False, "error": str(exc)})
     else:
         entry.update(_supervise(child, str(job.get("stdin", "")) + "\n", float(job.get("timeout", 30))))
     entry["durationMs"] = int((time.monotonic() - started) * 1000)
