@@ -53,7 +53,10 @@ def test_the_file_hook_logs_the_wait_opening_and_settling(repo: Path) -> None:
     assert f"RECEIVED deploy/go-ahead {wait_id}" in lines(log)[2]
     assert not list(repo.glob("pwned*"))
     shown = run_swamp("workflow", "wait", "show", wait_id, "--json", cwd=repo)
-    assert [(h["hook"], h["code"]) for h in shown.json["hooks"]] == [("waitOpened", "ok"), ("waitSettled", "ok")]
+    assert [(h["hook"], h["code"]) for h in shown.json["hooks"]] == [
+        ("waitOpened", "ok"),
+        ("waitSettled", "ok"),
+    ]
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the chat example posts with curl")
