@@ -23,9 +23,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..store.files import append_line, read_file, refuse_links
+from ..store.files import read_file, refuse_links
 from . import MAX_RUNNING
 
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 STDERR_TAIL = 2048  # bytes of a hook's stderr kept in its audit entry
 KILL_GRACE = 2.0  # seconds between TERM and KILL of a hook past its timeout
 READ_GRACE = 0.5  # seconds to finish reading stderr once the hook's shell has exited
@@ -174,6 +176,12 @@ def _audit(root: Path, path: str, entry: dict[str, Any]) -> None:
         return
     # Nowhere to say it if this fails (stderr is /dev/null: the run's terminal is not ours), and
     # a link planted in the trail's place, or above it, is refused, never followed.
+    # The run's folder is never created here: a run (or repository) removed meanwhile gets nothing.
     with contextlib.suppress(OSError):
         refuse_links(str(root), os.path.dirname(path))
-        append_line(path, json.dumps({"at": at, "by": current_user(), **entry}, ensure_ascii=False))
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC | _NOFOLLOW, 0o666)
+        try:
+            line = json.dumps({"at": at, "by": current_user(), **entry}, ensure_ascii=False) + "\n"
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
