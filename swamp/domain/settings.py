@@ -9,7 +9,6 @@ keeping that cheap) is swamp/store/settings.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import SwampError
@@ -31,17 +30,45 @@ class SettingsInvalid(SwampError):
     code = "settings_invalid"
 
 
-@dataclass(frozen=True, slots=True)
+# Plain classes, not dataclasses or NamedTuples: every command on runs imports this module
+# (`swamp workflow signal` among them), and defining those two cost ~1 ms of its start.
 class Hook:
-    name: str  # one of HOOK_NAMES
-    command: str  # run by `sh -c`, with the wait as one JSON line on stdin
-    timeout: float  # seconds before its process group is killed
+    __slots__ = ("command", "name", "timeout")
+
+    def __init__(self, name: str, command: str, timeout: float) -> None:
+        self.name = name  # one of HOOK_NAMES
+        self.command = command  # run by `sh -c`, with the wait as one JSON line on stdin
+        self.timeout = timeout  # seconds before its process group is killed
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Hook) and (self.name, self.command, self.timeout) == (
+            other.name,
+            other.command,
+            other.timeout,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.command, self.timeout))
+
+    def __repr__(self) -> str:
+        return f"Hook({self.name!r}, {self.command!r}, {self.timeout!r})"
 
 
-@dataclass(frozen=True, slots=True)
 class Settings:
-    version: int = 1
-    hooks: tuple[Hook, ...] = ()
+    __slots__ = ("hooks", "version")
+
+    def __init__(self, version: int = 1, hooks: tuple[Hook, ...] = ()) -> None:
+        self.version = version
+        self.hooks = hooks
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and (self.version, self.hooks) == (other.version, other.hooks)
+
+    def __hash__(self) -> int:
+        return hash((self.version, self.hooks))
+
+    def __repr__(self) -> str:
+        return f"Settings(version={self.version!r}, hooks={self.hooks!r})"
 
     def hooks_for(self, event: dict[str, Any]) -> list[Hook]:
         """The hooks an event of `run_changes` runs (HOOK-004), in HOOK_NAMES order."""

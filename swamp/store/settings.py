@@ -18,7 +18,6 @@ store's no-link helpers.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 from typing import Any
 
@@ -44,6 +43,8 @@ def load_settings(layout: RepoLayout) -> Settings:
         ) from None
     if _is_default(data):
         return DEFAULTS
+    import hashlib
+
     digest = hashlib.sha256(data).hexdigest()
     cache = layout.datastore / "index" / "settings.json"
     try:
