@@ -185,3 +185,29 @@ def test_the_audit_is_never_written_through_a_planted_link(tmp_path: Path, where
         runs.symlink_to(outside)
     run_job(tmp_path, job(tmp_path, "true", audit=str(runs / "trail.audit.jsonl")))
     assert os.listdir(outside) == []
+
+
+def test_the_signal_command_a_hook_is_given_sends_the_example_when_a_shell_runs_it(repo: Repo) -> None:
+    """HOOK-006: `signal` is quoted for sh, even when the example holds quotes and `$(...)`."""
+    (repo.root / ".swamp.yaml").write_text("hooks: {waitOpened: 'cat > doc.json'}\n")
+    schema = {
+        "type": "object",
+        "required": ["note"],
+        "properties": {"note": {"const": "it's $(touch pwned)"}},
+    }
+    task = {"type": "wait_for_signal", "timeout": 60, "schema": schema}
+    repo.write_workflow("quoted", [{"name": "main", "steps": [{"name": "w", "task": task}]}])
+    started = run_swamp("workflow", "run", "quoted", "--json", cwd=repo.root)
+    doc_file = repo.root / "doc.json"
+    eventually(lambda: doc_file.exists() and doc_file.read_text().endswith("\n"))
+    doc = json.loads(doc_file.read_text())
+    assert doc["example"] == {"note": "it's $(touch pwned)"}
+    bin_dir = str(Path(sys.executable).parent)
+    env = clean_env({"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    sent = subprocess.run(
+        ["sh", "-c", doc["signal"] + " --json"], cwd=repo.root, env=env, capture_output=True, timeout=60
+    )
+    assert sent.returncode == 0, sent.stdout
+    assert json.loads(sent.stdout)["payload"] == doc["example"]
+    assert json.loads(sent.stdout)["waitId"] == started.json["waits"][0]["waitId"]
+    assert not (repo.root / "pwned").exists()
