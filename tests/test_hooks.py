@@ -211,3 +211,24 @@ def test_the_signal_command_a_hook_is_given_sends_the_example_when_a_shell_runs_
     assert json.loads(sent.stdout)["payload"] == doc["example"]
     assert json.loads(sent.stdout)["waitId"] == started.json["waits"][0]["waitId"]
     assert not (repo.root / "pwned").exists()
+
+
+def test_a_hook_that_cannot_even_be_started_never_fails_the_run(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervisor cannot be started (no Python there, no process left): the run is saved and
+    goes on, and the audit trail says the hook did not start."""
+    import swamp.hooks.launch as launch_module
+
+    def refuse(*args: Any) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(launch_module, "_start_supervisor", refuse)
+    (repo.root / ".swamp.yaml").write_text("hooks: {waitOpened: 'true'}\n")
+    task = {"type": "wait_for_signal", "timeout": 60}
+    repo.write_workflow("nostart", [{"name": "main", "steps": [{"name": "w", "task": task}]}])
+    result = repo.run("nostart")
+    assert result["status"] == "suspended"
+    shown = repo.handle("workflow.wait.show", {"waitId": result["waits"][0]["waitId"]})
+    (entry,) = shown["hooks"]
+    assert entry["code"] == "hook_not_started" and "Resource temporarily unavailable" in entry["error"]
