@@ -214,7 +214,9 @@ export async function main(argv) {
     }
     outcomes[scenario.id] = { outcome, features: [...scenario.features].sort() };
     write(`${outcome === 'passed' ? 'ok  ' : 'FAIL'} ${scenario.id}`);
-    if (outcome === 'passed' && !options.keep) fs.rmSync(workdir, { recursive: true, force: true });
+    // Retried: a process the implementation detached (a hook, HOOK-009) may still be writing
+    // its last file there (ENOTEMPTY while the tree is removed).
+    if (outcome === 'passed' && !options.keep) fs.rmSync(workdir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
   });
   for (const [id, report] of failures.sort(([a], [b]) => (a < b ? -1 : 1))) {
     write(`\n${'_'.repeat(20)} ${id} ${'_'.repeat(20)}\n${report}`);

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..domain.expressions import ExpressionEngine
     from ..domain.inputs import InputValidationService
     from ..domain.run import WorkflowRun
+    from ..domain.settings import Settings
     from ..domain.shellwords import ShellArguments
     from ..models.runner import ModelMethodRunner
     from ..store.workflows import WorkflowRepository
@@ -64,7 +65,19 @@ class App:
         return WorkflowRepository(self.layout)
 
     @cached_property
+    def settings(self) -> Settings:
+        """The repository's settings (`.swamp.yaml`), read once per App: a long-lived process
+        (`serve`, `--jsonl`) reads them when it first needs them and keeps them."""
+        from ..store.settings import load_settings
+
+        return load_settings(self.layout)
+
+    @cached_property
     def runs(self) -> RunRepository:
+        # Every command that reads or changes runs checks the settings first (REPO-012): a bad
+        # setting is refused before anything is done, never found by a save that cannot be undone.
+        # (Issue 17: the settings choose the store this builds.)
+        self.settings  # noqa: B018
         return RunRepository(self.layout, on_change=self._publish)
 
     def _publish(self, before: RunState | None, run: WorkflowRun) -> None:

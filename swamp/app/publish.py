@@ -11,12 +11,14 @@ the run goes on whatever an observer does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+from typing import TYPE_CHECKING, Any
 
 from ..domain.changes import RunState, run_changes
 
 if TYPE_CHECKING:
     from ..domain.run import WorkflowRun
+    from ..domain.settings import Hook
     from .context import App
 
 
@@ -24,3 +26,39 @@ def publish(app: App, before: RunState | None, run: WorkflowRun) -> None:
     changes = run_changes(before, run, app.clock.now())
     if not changes:
         return
+    _start_hooks(app, run, changes)
+
+
+def _start_hooks(app: App, run: WorkflowRun, changes: list[dict[str, Any]]) -> None:
+    """The repository's hooks (app/hooks.py), started detached. A hook that cannot even be queued
+    is recorded in the run's audit trail; the save stands."""
+    if not app.settings.hooks:
+        return
+    try:
+        from .hooks import start_hooks
+
+        start_hooks(app, run, changes)
+    except Exception as exc:  # noqa: BLE001 - an observer never fails the save
+        from ..domain.run import iso
+
+        for event in changes:
+            for hook in app.settings.hooks_for(event):
+                entry = _not_started(iso(app.clock.now()), app.user, hook, event["waitId"], exc)
+                with contextlib.suppress(Exception):
+                    app.runs.append_audit(run, entry)
+
+
+def _not_started(at: str, by: str, hook: Hook, wait_id: str, exc: Exception) -> dict[str, object]:
+    return {
+        "at": at,
+        "by": by,
+        "action": "hook",
+        "hook": hook.name,
+        "waitId": wait_id,
+        "code": "hook_not_started",
+        "command": hook.command,
+        "exitCode": None,
+        "timedOut": False,
+        "durationMs": 0,
+        "error": f"{type(exc).__name__}: {exc}",
+    }

@@ -203,6 +203,11 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
         else ("expired" if step.status == "waiting" else wait.outcome or step.status)
     )
     doc["stepStatus"] = step.status
+    doc["hooks"] = [
+        entry
+        for entry in app.runs.read_audit(run)
+        if entry.get("action") == "hook" and entry.get("waitId") == wait_id
+    ]
     if wait.receipt is not None:
         doc["receipt"] = wait.receipt.as_signal()
         doc["payload"] = (step.outputs or {}).get("payload") if isinstance(step.outputs, dict) else None

@@ -328,6 +328,9 @@ def run_tree(doc: dict[str, Any]) -> None:
                 for line in stderr_tail(step.get("outputs")):
                     out(f"         {style('!', 'red', bold=True)} {line}")
     for entry in doc.get("audit") or []:
+        if entry.get("action") == "hook":
+            hook_lines(entry, indent="  ")
+            continue
         signal = f" ({entry['signalId']})" if entry.get("signalId") else ""
         by = who(entry.get("by"), entry)
         what = f"{entry.get('action')} {entry.get('waitId')}"
@@ -340,6 +343,29 @@ def run_tree(doc: dict[str, Any]) -> None:
     hint = resume_hint(doc)
     if hint:
         out(f"Resume with: {hint}")
+
+
+HOOK_STDERR_LINES = 3  # of a hook's recorded stderr, shown under its audit line
+
+
+def hook_lines(entry: dict[str, Any], indent: str) -> None:
+    """A hook's audit entry (HOOK-011): when, which hook, for which wait, how it ended, and the
+    last lines of its stderr when it did not end well."""
+    code = entry.get("code")
+    if code == "ok":
+        how = "exit 0"
+    elif code == "hook_failed":
+        how = style(f"failed (exit {entry.get('exitCode')})", "red")
+    elif code == "hook_timed_out":
+        how = style("timed out: killed", "red")
+    else:
+        how = style(f"could not start: {entry.get('error')}", "red")
+    took = duration(entry.get("durationMs"))
+    out(f"{indent}{entry.get('at')} hook {entry.get('hook')} {entry.get('waitId')}: {how} after {took}")
+    if code != "ok":
+        lines = [line for line in str(entry.get("stderr") or "").splitlines() if line.strip()]
+        for line in lines[-HOOK_STDERR_LINES:]:
+            out(f"{indent}  {style('!', 'red', bold=True)} {cut(line, TAIL_LINE_WIDTH)}")
 
 
 def stderr_tail(outputs: Any) -> list[str]:

@@ -35,9 +35,13 @@ def repo_init(ctx: click.Context, directory: str | None, as_json: bool) -> None:
     git. On an existing repository it adds what is missing and changes nothing else, except a
     .gitignore exactly as an older swamp wrote it, which it updates.
 
+    .swamp.yaml holds the repository's settings; hooks are commands run when a wait opens or
+    settles, with the wait as JSON on stdin (README "Hooks", spec/hooks.md).
+
     \b
-    Example:
+    Examples:
       swamp repo init my-repo
+      echo 'hooks: {waitOpened: "sh hooks/notify.sh"}' >> my-repo/.swamp.yaml
     """
 
     def render(data: dict[str, Any]) -> None:

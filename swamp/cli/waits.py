@@ -370,6 +370,12 @@ def workflow_wait_show(
             sender = who(receipt["submittedBy"], receipt)
             out(f"  received {receipt['id']} at {receipt['receivedAt']} from {sender}")
             out("  payload: " + json.dumps(data.get("payload"), ensure_ascii=False))
+        if data.get("hooks"):
+            from .render import hook_lines
+
+            out("  hooks:")
+            for entry in data["hooks"]:
+                hook_lines(entry, indent="    ")
         for command in data.get("next", []):
             out(f"  Next: {command}")
 

@@ -1,0 +1,86 @@
+"""The repository's hooks: the commands `.swamp.yaml` names for a wait that opened or settled.
+
+Why here: publish (the one place a save's changes are told) calls `start_hooks` with the events a
+save produced. This module decides which hooks those events run (Settings.hooks_for) and builds
+each hook's stdin document from the run: the wait, its schema, an example payload that passes the
+schema and the exact `swamp workflow signal` command, shell-quoted (HOOK-006). The document is data
+on the hook's stdin, never part of its command line (HOOK-008). Running the commands, detached and
+bounded, is swamp/hooks (HOOK-009..012); nothing here waits for them.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..domain.run import WorkflowRun
+    from .context import App
+
+
+def start_hooks(app: App, run: WorkflowRun, changes: list[dict[str, Any]]) -> None:
+    """Hand the hooks these events run to swamp/hooks, which starts them detached."""
+    settings = app.settings
+    if not settings.hooks:
+        return
+    jobs: list[dict[str, Any]] = []
+    for event in changes:
+        hooks = settings.hooks_for(event)
+        if not hooks:
+            continue
+        document = hook_document(app, run, event)
+        for hook in hooks:
+            jobs.append(
+                {
+                    "hook": hook.name,
+                    "command": hook.command,
+                    "timeout": hook.timeout,
+                    "waitId": event["waitId"],
+                    "runId": run.id,
+                    "audit": str(app.runs.audit_path(run)),
+                    "stdin": json.dumps({"hook": hook.name, **document}, ensure_ascii=False),
+                }
+            )
+    if jobs:
+        from ..hooks.launch import launch
+
+        launch(app.layout, jobs)
+
+
+def hook_document(app: App, run: WorkflowRun, event: dict[str, Any]) -> dict[str, Any]:
+    """What a hook reads on stdin about the wait of `event` (HOOK-006, HOOK-007)."""
+    from ..domain.waits import example_value
+
+    wait_id = event["waitId"]
+    _, step = run.find_wait(wait_id)
+    wait = step.wait
+    assert wait is not None
+    value = example_value(wait.schema)
+    fits = not app.validation.problems(value, wait.schema)
+    example = value if fits else None
+    payload = (
+        json.dumps(value, separators=(",", ":"), ensure_ascii=False) if fits else "<json matching the schema>"
+    )
+    document: dict[str, Any] = {
+        "event": event["event"],
+        "waitId": wait_id,
+        "runId": run.id,
+        "workflow": run.workflowName,
+        "workflowId": run.workflowId,
+        "job": event["job"],
+        "step": event["step"],
+        "description": wait.description,
+        "openedAt": wait.openedAt,
+        "deadline": wait.deadline,
+        "schema": wait.schema,
+        "example": example,
+        "signal": f"swamp workflow signal {wait_id} --payload {shlex.quote(payload)}",
+    }
+    if event["event"] == "wait_settled":
+        document["outcome"] = event["outcome"]
+        if "receipt" in event:
+            document["receipt"] = event["receipt"]
+            if isinstance(step.outputs, dict) and "payload" in step.outputs:
+                document["payload"] = step.outputs["payload"]
+    return document

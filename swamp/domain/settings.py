@@ -1,0 +1,187 @@
+"""Repository settings: what the marker file `.swamp.yaml` may say, checked in one place.
+
+Why: the file that makes a directory a repository also carries its settings (the hooks today; the
+store with issue 17). A setting that is misspelt or mistyped would silently do nothing, so every
+key is known here and anything else is refused naming the key, where it is, and what to write
+instead (`settings_invalid`). This module only judges a parsed document; reading the file (and
+keeping that cheap) is swamp/store/settings.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import SwampError
+
+# Each hook, and the event it runs on (HOOK-004): `waitExpired` is the settlement whose outcome is
+# `timed_out`, so a timed-out wait runs both `waitSettled` and `waitExpired` when both are set.
+HOOK_NAMES = ("waitOpened", "waitSettled", "waitExpired")
+HOOK_KEYS = ("command", "timeout")
+DEFAULT_HOOK_TIMEOUT = 30
+MAX_HOOK_TIMEOUT = 3600
+# Top-level keys. Issue 17 adds `store:` (which run store the repository uses) here and in
+# parse_settings.
+TOP_KEYS = ("version", "hooks")
+
+EXAMPLE = 'hooks: {waitOpened: {command: "sh hooks/notify.sh", timeout: 30}}'
+
+
+class SettingsInvalid(SwampError):
+    code = "settings_invalid"
+
+
+# Plain classes, not dataclasses or NamedTuples: every command on runs imports this module
+# (`swamp workflow signal` among them), and defining those two cost ~1 ms of its start.
+class Hook:
+    __slots__ = ("command", "name", "timeout")
+
+    def __init__(self, name: str, command: str, timeout: float) -> None:
+        self.name = name  # one of HOOK_NAMES
+        self.command = command  # run by `sh -c`, with the wait as one JSON line on stdin
+        self.timeout = timeout  # seconds before its process group is killed
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Hook) and (self.name, self.command, self.timeout) == (
+            other.name,
+            other.command,
+            other.timeout,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.command, self.timeout))
+
+    def __repr__(self) -> str:
+        return f"Hook({self.name!r}, {self.command!r}, {self.timeout!r})"
+
+
+class Settings:
+    __slots__ = ("hooks", "version")
+
+    def __init__(self, version: int = 1, hooks: tuple[Hook, ...] = ()) -> None:
+        self.version = version
+        self.hooks = hooks
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and (self.version, self.hooks) == (other.version, other.hooks)
+
+    def __hash__(self) -> int:
+        return hash((self.version, self.hooks))
+
+    def __repr__(self) -> str:
+        return f"Settings(version={self.version!r}, hooks={self.hooks!r})"
+
+    def hooks_for(self, event: dict[str, Any]) -> list[Hook]:
+        """The hooks an event of `run_changes` runs (HOOK-004), in HOOK_NAMES order."""
+        kind = event.get("event")
+        wanted: set[str] = set()
+        if kind == "wait_opened":
+            wanted.add("waitOpened")
+        elif kind == "wait_settled":
+            wanted.add("waitSettled")
+            if event.get("outcome") == "timed_out":
+                wanted.add("waitExpired")
+        return [hook for hook in self.hooks if hook.name in wanted]
+
+
+DEFAULTS = Settings()
+
+
+def _refuse(where: str, problem: str, fix: str) -> SettingsInvalid:
+    return SettingsInvalid(
+        f".swamp.yaml: {where} {problem}; {fix}",
+        {"path": ".swamp.yaml", "key": where},
+    )
+
+
+def parse_settings(doc: Any) -> Settings:
+    """The settings a parsed `.swamp.yaml` says (None, an empty file: the defaults)."""
+    if doc is None:
+        return DEFAULTS
+    if not isinstance(doc, dict):
+        raise SettingsInvalid(
+            f".swamp.yaml must be a mapping of settings (such as `version: 1`), not {_kind(doc)}; "
+            "fix the file or run: swamp repo init",
+            {"path": ".swamp.yaml", "key": ""},
+        )
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise _refuse(
+                str(key),
+                "is not a setting",
+                f"{_did_you_mean(key, TOP_KEYS)}the settings are {', '.join(TOP_KEYS)}, such as `{EXAMPLE}`",
+            )
+    version = doc.get("version", 1)
+    if version != 1 or isinstance(version, bool):
+        raise _refuse("version", f"is {version!r}", "write `version: 1` (the only version there is)")
+    return Settings(version=1, hooks=_hooks(doc.get("hooks")))
+
+
+def _hooks(raw: Any) -> tuple[Hook, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise _refuse("hooks", f"must be a mapping, not {_kind(raw)}", f"write it as `{EXAMPLE}`")
+    hooks = []
+    for name, body in raw.items():
+        where = f"hooks.{name}"
+        if name not in HOOK_NAMES:
+            raise _refuse(
+                where,
+                "is not a hook",
+                f"{_did_you_mean(name, HOOK_NAMES)}the hooks are {', '.join(HOOK_NAMES)}",
+            )
+        if isinstance(body, str):
+            body = {"command": body}
+        if not isinstance(body, dict):
+            raise _refuse(
+                where, f"must be a mapping, not {_kind(body)}", f'write `{name}: {{command: "..."}}`'
+            )
+        for key in body:
+            if key not in HOOK_KEYS:
+                raise _refuse(
+                    f"{where}.{key}",
+                    "is not a hook setting",
+                    f"{_did_you_mean(key, HOOK_KEYS)}a hook has {', '.join(HOOK_KEYS)}",
+                )
+        command = body.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise _refuse(
+                f"{where}.command",
+                "is missing" if command is None else f"must be a non-empty string, not {_kind(command)}",
+                'write the shell command to run, such as `command: "sh hooks/notify.sh"`',
+            )
+        timeout = body.get("timeout", DEFAULT_HOOK_TIMEOUT)
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout <= MAX_HOOK_TIMEOUT
+        ):
+            raise _refuse(
+                f"{where}.timeout",
+                f"is {timeout!r}",
+                f"write seconds above 0 and at most {MAX_HOOK_TIMEOUT} (default {DEFAULT_HOOK_TIMEOUT})",
+            )
+        hooks.append(Hook(str(name), command, float(timeout)))
+    hooks.sort(key=lambda hook: HOOK_NAMES.index(hook.name))
+    return tuple(hooks)
+
+
+def _did_you_mean(key: Any, known: tuple[str, ...]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+    return f"did you mean {close[0]}? " if close else ""
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "null" if value is None else type(value).__name__

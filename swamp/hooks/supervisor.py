@@ -1,0 +1,187 @@
+"""The detached side of the hooks: take jobs from the queue, run each, audit its outcome.
+
+Started by launch.py as `python -m swamp.hooks ROOT SPOOL SLOT_FD` in a session of its own, with
+stdin, stdout and stderr on /dev/null, holding the slot lock SLOT_FD. Each job is taken by
+unlinking its file (whoever unlinks it runs it: two supervisors never run one job), run as
+`sh -c COMMAND` in ROOT with its document as one JSON line on stdin and its stdout discarded,
+in a process group of its own that is killed (TERM, then KILL after KILL_GRACE seconds) past the
+job's timeout. Its outcome, with the last STDERR_TAIL bytes of its stderr, is appended to the
+run's audit trail (HOOK-011). A job taken and lost to a crash of this process is not retried:
+hooks notify, they do not carry state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ..store.files import read_file, refuse_links
+from . import MAX_RUNNING
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+STDERR_TAIL = 2048  # bytes of a hook's stderr kept in its audit entry
+KILL_GRACE = 2.0  # seconds between TERM and KILL of a hook past its timeout
+READ_GRACE = 0.5  # seconds to finish reading stderr once the hook's shell has exited
+
+
+def main(argv: list[str]) -> int:
+    root, spool, slot_fd = Path(argv[0]), Path(argv[1]), int(argv[2])
+    queue = spool / "queue"
+    while True:
+        job = take_job(queue)
+        if job is not None:
+            run_job(root, job)
+            continue
+        # Give the slot up, then look again: a job queued while this slot was held (every slot
+        # busy, so no supervisor was started for it) is seen here.
+        os.close(slot_fd)
+        if not _queued(queue):
+            return 0
+        from .launch import take_slot
+
+        for slot in range(MAX_RUNNING):
+            fd = take_slot(spool, slot)
+            if fd is not None:
+                slot_fd = fd
+                break
+        else:
+            return 0  # the supervisors holding the slots look again when they finish
+
+
+def _queued(queue: Path) -> list[str]:
+    try:
+        return sorted(n for n in os.listdir(queue) if n.endswith(".json") and not n.startswith("."))
+    except OSError:
+        return []
+
+
+def take_job(queue: Path) -> dict[str, Any] | None:
+    """The oldest job in the queue, now this process's to run; None when the queue is empty."""
+    for name in _queued(queue):
+        path = queue / name
+        try:
+            data = read_file(path)
+            os.unlink(path)
+        except OSError:
+            continue  # taken by another supervisor
+        try:
+            job = json.loads(data)
+        except ValueError:
+            continue
+        if isinstance(job, dict):
+            return job
+    return None
+
+
+def run_job(root: Path, job: dict[str, Any]) -> dict[str, Any]:
+    """Run one hook and append its outcome to the run's audit trail; returns the entry."""
+    started = time.monotonic()
+    entry: dict[str, Any] = {
+        "action": "hook",
+        "hook": str(job.get("hook")),
+        "waitId": str(job.get("waitId")),
+        "command": str(job.get("command")),
+    }
+    env = dict(os.environ)
+    env.update(
+        SWAMP_HOOK=entry["hook"],
+        SWAMP_WAIT_ID=entry["waitId"],
+        SWAMP_RUN_ID=str(job.get("runId")),
+    )
+    try:
+        child = subprocess.Popen(
+            ["sh", "-c", entry["command"]],
+            cwd=root,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        entry.update({"code": "hook_not_started", "exitCode": None, "timedOut": False, "error": str(exc)})
+    else:
+        entry.update(_supervise(child, str(job.get("stdin", "")) + "\n", float(job.get("timeout", 30))))
+    entry["durationMs"] = int((time.monotonic() - started) * 1000)
+    _audit(root, str(job.get("audit", "")), entry)
+    return entry
+
+
+def _supervise(child: subprocess.Popen[bytes], document: str, timeout: float) -> dict[str, Any]:
+    tail = bytearray()
+
+    def feed() -> None:
+        assert child.stdin is not None
+        with contextlib.suppress(OSError):  # a hook need not read its stdin
+            child.stdin.write(document.encode("utf-8"))
+        with contextlib.suppress(OSError):
+            child.stdin.close()
+
+    def drain() -> None:
+        assert child.stderr is not None
+        for chunk in iter(lambda: child.stderr.read1(4096) if child.stderr else b"", b""):
+            tail.extend(chunk)
+            del tail[:-STDERR_TAIL]
+
+    threads = [threading.Thread(target=feed, daemon=True), threading.Thread(target=drain, daemon=True)]
+    for thread in threads:
+        thread.start()
+    timed_out = False
+    try:
+        code = child.wait(timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(child.pid, signal.SIGTERM)
+        try:
+            code = child.wait(KILL_GRACE)
+        except subprocess.TimeoutExpired:
+            _kill_group(child.pid, signal.SIGKILL)
+            code = child.wait()
+        _kill_group(child.pid, signal.SIGKILL)  # what the shell left behind in its group
+    threads[1].join(READ_GRACE)  # a background process holding stderr open does not hold the audit
+    outcome: dict[str, Any] = {
+        "code": "hook_timed_out" if timed_out else ("ok" if code == 0 else "hook_failed"),
+        "exitCode": None if timed_out else (code if code >= 0 else 128 - code),
+        "timedOut": timed_out,
+    }
+    text = bytes(tail).decode("utf-8", "replace")
+    if text:
+        outcome["stderr"] = text
+    return outcome
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, sig)
+
+
+def _audit(root: Path, path: str, entry: dict[str, Any]) -> None:
+    from ..store.clock import SystemClock, current_user
+
+    try:
+        now = SystemClock().now()
+    except Exception:  # a bad SWAMP_NOW: the run's command already said so
+        now = dt.datetime.now(dt.UTC)
+    at = now.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if not path:
+        return
+    # Nowhere to say it if this fails (stderr is /dev/null: the run's terminal is not ours), and
+    # a link planted in the trail's place, or above it, is refused, never followed.
+    # The run's folder is never created here: a run (or repository) removed meanwhile gets nothing.
+    with contextlib.suppress(OSError):
+        refuse_links(str(root), os.path.dirname(path))
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC | _NOFOLLOW, 0o666)
+        try:
+            line = json.dumps({"at": at, "by": current_user(), **entry}, ensure_ascii=False) + "\n"
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
