@@ -49,6 +49,8 @@ from .jsonl import (
 from .requests import handle
 
 SERVE_TYPES = frozenset({"serve.status", "cancel"})
+# Requests whose payload has no repoDir: --repo-dir is not added to them (SERVE-004).
+NO_REPO_TYPES = SERVE_TYPES | {"repo.init"}
 RUN_TYPES = frozenset({"workflow.run", "workflow.resume"})
 
 
@@ -153,7 +155,7 @@ class Server:
         answered: Callable[[], None] = lambda: None,
     ) -> None:
         """Answer a request read on a connection; `answered` is called once it is (its slot)."""
-        if self.options.repo_dir is not None and "repoDir" not in payload and request_type not in SERVE_TYPES:
+        if self.options.repo_dir is not None and "repoDir" not in payload and request_type not in NO_REPO_TYPES:
             payload = {**payload, "repoDir": self.options.repo_dir}
         key = (conn, request_id)
         flight = InFlight(key, request_type, time.monotonic(), writer=writer, actor=actor)
