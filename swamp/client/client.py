@@ -119,12 +119,15 @@ class Client:
 
         `repo_dir` becomes serve's `--repo-dir`; `args` are more serve options (`--auto-continue`,
         `--socket PATH`, ...); `env` is added to this process's environment (`{"SWAMP_NOW": ...}`).
-        Serve's log lines (its stderr) are kept, the last 200, in `serve_log()`. `close()` ends it.
+        Serve's log lines (its stderr) are kept, the last 200, in `serve_log()`. `close()` ends it:
+        EOF on its stdin, and SIGTERM too when it also listens on a `--socket` (its other clients'
+        requests in flight are then answered as SERVE-027 says).
         """
         argv = [sys.executable, "-m", "swamp", "serve"]
         if repo_dir is not None:
             argv += ["--repo-dir", str(_absolute(repo_dir))]
         argv += list(args)
+        listening = any(arg == "--socket" or arg.startswith("--socket=") for arg in args)
         process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -167,6 +170,8 @@ class Client:
             with contextlib.suppress(OSError):
                 stdin.close()  # EOF: serve finishes what it was asked, then exits 0 (SERVE-002)
             try:
+                if listening:  # with --socket, EOF does not end serve (SERVE-009): SIGTERM does
+                    process.send_signal(signals.SIGTERM)
                 process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 process.send_signal(signals.SIGTERM)  # shutdown answers every request (SERVE-030)
