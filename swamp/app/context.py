@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..domain.run import WorkflowRun
     from ..domain.shellwords import ShellArguments
     from ..models.runner import ModelMethodRunner
+    from ..store.events import EventLog
     from ..store.workflows import WorkflowRepository
 
 
@@ -66,6 +67,13 @@ class App:
     @cached_property
     def runs(self) -> RunRepository:
         return RunRepository(self.layout, on_change=self._publish)
+
+    @cached_property
+    def events(self) -> EventLog:
+        """The repository's event log (store/events.py): what every save of a run changed."""
+        from ..store.events import EventLog
+
+        return EventLog(self.layout)
 
     def _publish(self, before: RunState | None, run: WorkflowRun) -> None:
         from .publish import publish
