@@ -121,7 +121,8 @@ class Client:
         `--socket PATH`, ...); `env` is added to this process's environment (`{"SWAMP_NOW": ...}`).
         Serve's log lines (its stderr) are kept, the last 200, in `serve_log()`. `close()` ends it:
         EOF on its stdin, and SIGTERM too when it also listens on a `--socket` (its other clients'
-        requests in flight are then answered as SERVE-027 says).
+        requests in flight are then answered as SERVE-027 says). With `--socket`, it returns once
+        the socket listens, so `Client.connect(path)` can follow at once.
         """
         argv = [sys.executable, "-m", "swamp", "serve"]
         if repo_dir is not None:
@@ -185,7 +186,14 @@ class Client:
             stdout.close()
             stderr.close()
 
-        return cls(connection, close, process=process, stderr=kept)
+        client = cls(connection, close, process=process, stderr=kept)
+        if listening:  # answered once serve listens (it binds its socket before reading stdin)
+            try:
+                client.serve_status()
+            except BaseException:
+                client.close()
+                raise
+        return client
 
     @classmethod
     def connect(cls, path: PathArg, *, repo_dir: PathArg | None = None) -> Client:

@@ -315,7 +315,7 @@ class ProtocolVersion(TypedDict):
 class SubscriptionEnd(TypedDict):
     """`events.subscribe`: where the stream ended and why."""
 
-    cursor: str | None
+    cursor: str
     outcome: Literal["timeout", "cancelled", "closed", "shutdown"]
 
 
