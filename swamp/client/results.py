@@ -4,9 +4,9 @@ A result is the plain `dict` decoded from the frame (the raw document, every fie
 these types only tell a type checker and a reader which keys to expect. They follow
 spec/schemas/results.schema.json, which rules where they differ: every key here is a property of the
 type's schema entry, and the keys marked required are those it always requires
-(tests/test_client_types.py checks both; tests/test_client.py validates real results with it). Nested documents that the spec shapes
-in detail (a run's jobs and steps, audit entries, receipts) are left as `dict[str, Any]`; see
-spec/schemas/run-record.schema.json for them.
+(tests/test_client_types.py checks both; tests/test_client.py validates real results with it).
+Nested documents that the spec shapes in detail (a run's jobs and steps, audit entries, receipts)
+are left as `dict[str, Any]`; see spec/schemas/run-record.schema.json for them.
 
 (No `from __future__ import annotations` here: a TypedDict tells its `NotRequired` keys apart at
 run time only from evaluated annotations, and the tests read `__required_keys__`.)

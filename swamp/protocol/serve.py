@@ -158,8 +158,9 @@ class Server:
         answered: Callable[[], None] = lambda: None,
     ) -> None:
         """Answer a request read on a connection; `answered` is called once it is (its slot)."""
-        if self.options.repo_dir is not None and "repoDir" not in payload and request_type not in NO_REPO_TYPES:
-            payload = {**payload, "repoDir": self.options.repo_dir}
+        repo_dir = self.options.repo_dir
+        if repo_dir is not None and "repoDir" not in payload and request_type not in NO_REPO_TYPES:
+            payload = {**payload, "repoDir": repo_dir}
         key = (conn, request_id)
         flight = InFlight(key, request_type, time.monotonic(), writer=writer, actor=actor)
         with self.lock:
