@@ -254,6 +254,13 @@ def test_serve_status_and_cancelling_a_request_by_id_and_by_run(repo, client):
     assert stopped == [{"id": by_run.id, "type": "workflow.run", "runIds": [run_id]}]
     assert by_run.result(timeout=30)["status"] == "cancelled"
 
+    watched = client.run(waiter(repo, "cl-watched"))
+    watch = client.start("workflow.watch", {"run": watched["id"]})  # no timeout: lasts until the run ends
+    assert next(watch.events())["event"] == "run_status"
+    assert watch.cancel() is True
+    stopped_watch = valid("workflow.watch", watch.result(timeout=10))
+    assert stopped_watch["watch"] == {"outcome": "cancelled"} and stopped_watch["status"] == "suspended"
+
     with pytest.raises(SwampError) as nothing:
         client.cancel_request(id="c-not-sent")
     assert nothing.value.code == "not_in_flight" and nothing.value.details == {"id": "c-not-sent"}

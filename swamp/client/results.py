@@ -61,7 +61,7 @@ class ResumeResult(RunDocument):
 
 
 class WatchOutcome(TypedDict):
-    outcome: Literal["finished", "timeout", "interrupted"]
+    outcome: Literal["finished", "timeout", "interrupted", "cancelled"]
 
 
 class WatchResult(RunDocument):

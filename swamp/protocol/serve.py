@@ -214,7 +214,12 @@ class Server:
         if request_type == "workflow.watch":
             from ..app.watch import WATCH_STOP
 
-            token = WATCH_STOP.set(self.shutting_down.is_set)
+            def stop() -> str | None:
+                if self.shutting_down.is_set():
+                    return "shutdown"
+                return "cancelled" if flight.stop is not None else None
+
+            token = WATCH_STOP.set(stop)
             try:
                 return handle(request_type, payload, emit, flight.actor)
             finally:
