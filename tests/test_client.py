@@ -306,8 +306,17 @@ def test_threads_share_one_connection_and_each_gets_its_own_answers(repo, client
     assert not any(t.is_alive() for t in threads)
 
 
-def test_the_socket_client_reaches_the_same_serve(client, socket_client):
+def test_the_socket_client_reaches_the_same_serve_and_may_name_its_own_repository(
+    served, client, socket_client, tmp_path
+):
     assert socket_client.serve_status()["pid"] == client.serve_status()["pid"]
+    assert socket_client.list_workflows()["workflows"]  # serve's --repo-dir
+    other = tmp_path / "other"
+    other.mkdir()
+    client.repo_init(other)
+    with Client.connect(served[2], repo_dir=other) as elsewhere:
+        assert elsewhere.list_workflows()["workflows"] == []
+        assert elsewhere.list_workflows(repo_dir=served[0].root)["workflows"]  # a call's own wins
 
 
 def test_a_dying_serve_fails_every_call_in_flight_at_once_and_every_later_call(tmp_path):
