@@ -238,8 +238,10 @@ class Client:
         return cls(connection, close, repo_dir=repo_dir)
 
     def close(self, timeout: float = 10.0) -> None:
-        """End the connection. A spawned serve gets EOF, finishes what it was asked (up to `timeout`
-        seconds, then SIGTERM) and exits; calls still in flight raise `ConnectionLost`."""
+        """End the connection; later calls raise `ConnectionLost`. A spawned serve gets EOF: it
+        answers what it was asked (subscriptions end `closed`) and exits, given `timeout` seconds
+        before SIGTERM (with `--socket`, SIGTERM at once). On a socket, calls still in flight raise
+        `ConnectionLost` (serve carries them out all the same, SERVE-033)."""
         if self._closed:
             return
         self._closed = True
