@@ -37,5 +37,9 @@ def test_bench_all_smoke_prints_a_complete_report():
     watched = report["watch"]["results"]
     assert {r["mechanism"] for r in watched} == {"inotify", "poll"}
     assert all(r["journalToPrintedMs"]["median"] > 0 and r["signalToPrintedMs"]["max"] > 0 for r in watched)
+    published = report["events"]
+    assert published["signals"] == 3 and published["subscriptionEnded"] == "cancelled"
+    assert published["signalToSubscriberMs"]["median"] > 0 and published["signalToSubscriberMs"]["p99"] > 0
+    assert "percentOfACore" in published["idle"] or "note" in published["idle"]
     for section in ("commandStart", "history", "throughput", "engine"):
         assert isinstance(report[section]["met"], bool), section
