@@ -1032,6 +1032,6 @@ def trial_serve_kill_subscription(base: Path, rng: random.Random, runs: int = 4)
         receipt = step_named(doc, "review")["wait"].get("receipt") or {}
         if mine[2].get("signalId") != receipt.get("id") or mine[3]["status"] != doc["status"]:
             tally.violations.append(f"log of run {doc['id'][:8]} does not match its record")
-    before_kill = len(got_first)
-    tally.notes.append(f"streamed {len(streamed)} events ({before_kill} before the kill), log {len(expected)}")
+    counts = f"streamed {len(streamed)} events ({len(got_first)} before the kill)"
+    tally.notes.append(f"{counts}; the log has {len(expected)}")
     return tally
