@@ -11,12 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import Repo
 
 from swamp.domain.errors import CursorExpired, CursorInvalid
 from swamp.store.events import EventLog
 from swamp.store.repo import RepoLayout
-
-from helpers import Repo
 
 APPENDER = """
 import sys
@@ -141,7 +140,12 @@ def test_the_log_never_opens_through_a_symbolic_link(tmp_path: Path) -> None:
 def test_a_signal_succeeds_when_its_events_cannot_be_appended(repo: Repo) -> None:
     repo.write_workflow(
         "gate",
-        [{"name": "main", "steps": [{"name": "review", "task": {"type": "wait_for_signal", "timeout": 600}}]}],
+        [
+            {
+                "name": "main",
+                "steps": [{"name": "review", "task": {"type": "wait_for_signal", "timeout": 600}}],
+            }
+        ],
     )
     ran = repo.swamp("workflow", "run", "gate", "--json")
     assert ran.json is not None

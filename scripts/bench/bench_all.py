@@ -442,7 +442,18 @@ def watch(idle: float, samples: int) -> dict[str, object]:
     return report(idle, samples)
 
 
-# -- 7. swamp.client ---------------------------------------------------------------------------------
+# -- 7. events --------------------------------------------------------------------------------------
+
+
+def events(signals: int, idle: float) -> dict[str, object]:
+    """Latency from a `signal` in another process to a serve subscriber, and its idle CPU."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_events import report
+
+    return report(signals, idle)
+
+
+# -- 8. swamp.client ---------------------------------------------------------------------------------
 
 
 def client(rounds: int, warmup: int) -> dict[str, object]:
@@ -467,6 +478,7 @@ def main() -> None:
         "engine": engine((10, 100) if smoke else (1000, 10_000), 1 if smoke else 3),
         "expressions": expressions(0.2 if smoke else 2.0),
         "watch": watch(1.0 if smoke else 10.0, 3 if smoke else 20),
+        "events": events(3 if smoke else 50, 1.0 if smoke else 10.0),
         "client": client(5 if smoke else 200, 1 if smoke else 10),
     }
     print(json.dumps(report, indent=2))

@@ -27,7 +27,8 @@ from .output import err, out, print_error, print_json, style
     "kinds",
     multiple=True,
     type=click.Choice(KINDS),
-    help="Only events of this kind (repeat for several). Default: all.",
+    metavar="KIND",
+    help=f"Only events of this kind: {', '.join(KINDS)} (repeat for several). Default: all.",
 )
 @click.option("--run", "runs", multiple=True, metavar="RUN_ID", help="Only events of this run (repeat).")
 @click.option(

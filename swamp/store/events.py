@@ -36,7 +36,6 @@ import errno
 import json
 import os
 import re
-import secrets
 import time
 from typing import Any
 
@@ -143,7 +142,7 @@ class EventLog:
         log has none."""
         segments = self._segments()
         if not segments:
-            epoch = secrets.token_hex(4)
+            epoch = os.urandom(4).hex()
             return epoch, 1, self._create(epoch, 1)
         epoch, first = segments[-1]
         path = self._path(epoch, first)
