@@ -310,7 +310,8 @@ def test_the_socket_client_reaches_the_same_serve_and_may_name_its_own_repositor
     served, client, socket_client, tmp_path
 ):
     assert socket_client.serve_status()["pid"] == client.serve_status()["pid"]
-    assert socket_client.list_workflows()["workflows"]  # serve's --repo-dir
+    waiter(served[0], "cl-socket")
+    assert "cl-socket" in {w["name"] for w in socket_client.list_workflows()["workflows"]}  # --repo-dir
     other = tmp_path / "other"
     other.mkdir()
     client.repo_init(other)
