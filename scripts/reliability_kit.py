@@ -899,3 +899,139 @@ def trial_storage(base: Path, fault: str, verb: str) -> Tally:
     if not ok:
         tally.violations.append(f"{fault} {verb}: the run is not usable on a healthy disk: {after}")
     return tally
+
+
+# -- trials: a subscription across a serve killed mid-stream (issue 16) -------------------------------
+
+
+class _Subscriber:
+    """One raw socket connection to `swamp serve --socket` holding an events.subscribe; keeps the
+    cursors of the event frames it read whole (a line cut short by a kill is not an event)."""
+
+    def __init__(self, path: str, after: str):
+        import socket
+        import threading
+
+        self.events: list[dict[str, Any]] = []
+        self.ended: dict[str, Any] | None = None
+        self.changed = threading.Condition()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.sock.connect(path)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+        request = {"type": "events.subscribe", "id": "s", "payload": {"after": after}}
+        self.sock.sendall((json.dumps(request) + "\n").encode())
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        with self.sock.makefile("rb") as reader:
+            for line in reader:
+                try:
+                    frame = json.loads(line)
+                except ValueError:
+                    continue  # the last line, cut short by the kill
+                with self.changed:
+                    if frame.get("type") == "event":
+                        self.events.append(frame["event"])
+                    elif frame.get("type") == "events.subscribe":
+                        self.ended = frame["payload"]["data"]
+                    self.changed.notify_all()
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait_for(self, done: Any, timeout: float = 60) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while not done(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.changed.wait(left)
+        return True
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+def trial_serve_kill_subscription(base: Path, rng: random.Random, runs: int = 4) -> Tally:
+    """A client subscribed through `swamp serve --socket` while other processes run, signal and
+    resume `runs` runs; serve is killed with SIGKILL after a random number of events; a new serve
+    starts on the same socket and the client subscribes again after the last cursor it read. What
+    the two subscriptions streamed must be exactly the log (nothing lost, nothing twice, same
+    order), and the log must hold each run's four events, matching its record."""
+    import threading
+
+    tally = Tally(trials=1)
+    root = fresh(base, "sub")
+    wf = one_wait_workflow(root)
+    start = cli(root, "events", "--timeout", "0", "--json")
+    tally.saw(start)
+    path = str(root / "serve.sock")
+    serve = spawn(root, "serve", "--socket", path)
+    first = _Subscriber(path, start.json["cursor"])
+    errors: list[str] = []
+
+    def drive(k: int) -> None:
+        try:
+            ran = cli(root, "workflow", "run", wf, "--json", now=at(k))
+            tally.saw(ran)
+            wait_id = ran.json["waits"][0]["waitId"]
+            tally.saw(cli(root, "workflow", "signal", wait_id, "--payload", json.dumps({"n": k}), "--json"))
+            tally.saw(cli(root, "workflow", "resume", wf, "--run", ran.json["id"], "--json"))
+        except Exception as exc:  # reported as a violation below
+            errors.append(f"driver {k}: {type(exc).__name__}: {exc}")
+
+    drivers = [threading.Thread(target=drive, args=(k,)) for k in range(runs)]
+    for driver in drivers:
+        driver.start()
+    kill_after = rng.randrange(1, runs * 4)
+    first.wait_for(lambda s: len(s.events) >= kill_after, timeout=60)
+    kill(serve)
+    first.wait_for(lambda s: False, timeout=0.2)  # what was in flight on the socket arrives
+    first.close()
+    got_first = list(first.events)
+    resume_after = got_first[-1]["cursor"] if got_first else start.json["cursor"]
+    tally.notes.append(f"serve killed after {len(got_first)} events (aimed at {kill_after})")
+    serve = spawn(root, "serve", "--socket", path)
+    second = _Subscriber(path, resume_after)
+    for driver in drivers:
+        driver.join(timeout=120)
+    tally.violations += errors
+    log = cli(root, "events", "--after", start.json["cursor"], "--timeout", "0", "--json")
+    tally.saw(log)
+    logged = log.json["events"] if isinstance(log.json, dict) else []
+    last = logged[-1]["cursor"] if logged else None
+    second.wait_for(lambda s: bool(s.events) and s.events[-1]["cursor"] == last or last == resume_after)
+    kill(serve)
+    second.close()
+    streamed = [e["cursor"] for e in got_first + second.events]
+    expected = [e["cursor"] for e in logged]
+    duplicates = len(streamed) - len(set(streamed))
+    missing = [c for c in expected if c not in set(streamed)]
+    if duplicates:
+        tally.violations.append(f"subscription: {duplicates} event(s) streamed twice across the reconnect")
+    if missing:
+        tally.lost += len(missing)
+        tally.violations.append(f"subscription: {len(missing)} event(s) of the log never streamed")
+    if not missing and not duplicates and streamed != expected:
+        tally.violations.append("subscription: events streamed out of log order")
+    docs = tally.inspect(root)
+    for doc in docs:
+        mine = [e for e in logged if e["runId"] == doc["id"]]
+        kinds = [e["event"] for e in mine]
+        if kinds != ["wait_opened", "run_suspended", "wait_settled", "run_finished"]:
+            tally.violations.append(f"log of run {doc['id'][:8]}: {kinds}")
+            continue
+        receipt = step_named(doc, "review")["wait"].get("receipt") or {}
+        if mine[2].get("signalId") != receipt.get("id") or mine[3]["status"] != doc["status"]:
+            tally.violations.append(f"log of run {doc['id'][:8]} does not match its record")
+    counts = f"streamed {len(streamed)} events ({len(got_first)} before the kill)"
+    tally.notes.append(f"{counts}; the log has {len(expected)}")
+    return tally

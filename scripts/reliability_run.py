@@ -3,7 +3,9 @@
 Runs, each many times over (real swamp processes, throw-away repositories on tmpfs when there is
 one): concurrent signals to one wait, to the many waits of a forEach, signals racing resume, cancel
 and reject, runs started at once in a fresh repository, SIGKILL of signal / resume / run at random
-moments, failing writes (ENOSPC, EROFS, EACCES), the bad-input corpus, and the property tests under
+moments, a `swamp serve` killed with SIGKILL mid-subscription (the client reconnects after its
+last cursor: nothing lost or twice), failing writes (ENOSPC, EROFS, EACCES), the bad-input corpus,
+and the property tests under
 a longer hypothesis profile. Prints the summary (trials, accepted, refused by code, lost updates,
 torn records, leftover claims, tracebacks) and exits 1 when anything was lost, torn, left held,
 broken, or answered with a traceback outside the corpus cases that document known bugs.
@@ -29,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reliability_corpus as corpus  # noqa: E402
 import reliability_kit as kit  # noqa: E402
 
+SUBSCRIPTION_KILLS = {"quick": 2, "default": 8, "deep": 20}  # serve killed mid-subscription
 PLANS = {
     # name: (kills per target, one-wait storms, forEach storms, races per kind, fresh-repo runs, storage)
     "quick": (4, 2, 1, 1, 1, False),
@@ -68,6 +71,11 @@ def main() -> int:
         for kind in kit.RACES:
             trial(f"race-{kind}", races, lambda kind=kind: kit.trial_race(base, kind, rng))
         trial("fresh-repo-runs", fresh_runs, lambda: kit.trial_fresh_runs(base, rng.randrange(3, 7), rng))
+        trial(
+            "serve-kill-subscription",
+            SUBSCRIPTION_KILLS[plan_name],
+            lambda: kit.trial_serve_kill_subscription(base, rng, rng.randrange(3, 7)),
+        )
         windows = calibrate(base)
         for target in kit.KILL_TARGETS:
             trial(

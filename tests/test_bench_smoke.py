@@ -37,5 +37,13 @@ def test_bench_all_smoke_prints_a_complete_report():
     watched = report["watch"]["results"]
     assert {r["mechanism"] for r in watched} == {"inotify", "poll"}
     assert all(r["journalToPrintedMs"]["median"] > 0 and r["signalToPrintedMs"]["max"] > 0 for r in watched)
+    published = report["events"]
+    assert published["signals"] == 3 and published["subscriptionEnded"] == "cancelled"
+    assert published["signalToSubscriberMs"]["median"] > 0 and published["signalToSubscriberMs"]["p99"] > 0
+    assert "percentOfACore" in published["idle"] or "note" in published["idle"]
+    roundtrip = report["client"]
+    assert roundtrip["signals"] == 5 and roundtrip["clientMs"]["median"] > 0
+    assert roundtrip["rawSocketMs"]["p99"] > 0
+    assert roundtrip["ratio"]["median"] > 0
     for section in ("commandStart", "history", "throughput", "engine"):
         assert isinstance(report[section]["met"], bool), section

@@ -442,6 +442,28 @@ def watch(idle: float, samples: int) -> dict[str, object]:
     return report(idle, samples)
 
 
+# -- 7. events --------------------------------------------------------------------------------------
+
+
+def events(signals: int, idle: float) -> dict[str, object]:
+    """Latency from a `signal` in another process to a serve subscriber, and its idle CPU."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_events import report
+
+    return report(signals, idle)
+
+
+# -- 8. swamp.client ---------------------------------------------------------------------------------
+
+
+def client(rounds: int, warmup: int) -> dict[str, object]:
+    """A signal's round trip through swamp.client beside a raw socket (bench_client.py)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_client import report
+
+    return report(rounds, warmup)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script, not the targets")
@@ -456,6 +478,8 @@ def main() -> None:
         "engine": engine((10, 100) if smoke else (1000, 10_000), 1 if smoke else 3),
         "expressions": expressions(0.2 if smoke else 2.0),
         "watch": watch(1.0 if smoke else 10.0, 3 if smoke else 20),
+        "events": events(3 if smoke else 50, 1.0 if smoke else 10.0),
+        "client": client(5 if smoke else 200, 1 if smoke else 10),
     }
     print(json.dumps(report, indent=2))
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..domain.settings import Settings
     from ..domain.shellwords import ShellArguments
     from ..models.runner import ModelMethodRunner
+    from ..store.events import EventLog
     from ..store.workflows import WorkflowRepository
 
 
@@ -79,6 +80,13 @@ class App:
         # (Issue 17: the settings choose the store this builds.)
         self.settings  # noqa: B018
         return RunRepository(self.layout, on_change=self._publish)
+
+    @cached_property
+    def events(self) -> EventLog:
+        """The repository's event log (store/events.py): what every save of a run changed."""
+        from ..store.events import EventLog
+
+        return EventLog(self.layout)
 
     def _publish(self, before: RunState | None, run: WorkflowRun) -> None:
         from .publish import publish

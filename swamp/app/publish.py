@@ -12,6 +12,7 @@ the run goes on whatever an observer does.
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 from ..domain.changes import RunState, run_changes
@@ -26,7 +27,31 @@ def publish(app: App, before: RunState | None, run: WorkflowRun) -> None:
     changes = run_changes(before, run, app.clock.now())
     if not changes:
         return
+    append_events(app, changes)
     _start_hooks(app, run, changes)
+
+
+def append_events(app: App, changes: list[dict[str, Any]]) -> None:
+    """Append to the event log (each event gains its `cursor`). An append that fails (disk full,
+    EACCES, a symbolic link, the log's lock held too long) loses these events: subscribers never
+    see them (EVENT-009). Said once per process on stderr; the save and the run go on."""
+    events = app.events
+    try:
+        events.append(changes)
+    except (OSError, ValueError) as exc:
+        if not events.warned:
+            events.warned = True
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            where = getattr(exc, "filename", None) or events.folder
+            message = (
+                f"swamp: warning: could not append to the event log ({where}: {reason}); the run goes "
+                "on, but subscribers (swamp events, events.subscribe) miss these changes\n"
+            )
+            try:
+                sys.stderr.write(message)
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
 
 
 def _start_hooks(app: App, run: WorkflowRun, changes: list[dict[str, Any]]) -> None:

@@ -35,9 +35,11 @@ ENDED = frozenset({"succeeded", "failed", "cancelled"})
 # After the record says the run ended, how long to wait for its executor to let go of the claim
 # (it emits `run_completed` after the last save) so the journal's last events are streamed too.
 SETTLE_SECONDS = 2.0
-# A long-lived host (swamp serve) sets this for its watches: when it returns True the watch ends
-# at once with shutting_down instead of holding the host's shutdown for its whole grace.
-WATCH_STOP: ContextVar[Callable[[], bool] | None] = ContextVar("WATCH_STOP", default=None)
+# A long-lived host (swamp serve) sets this for its watches: it returns why the watch must end now,
+# or None. "shutdown": the watch ends at once with shutting_down instead of holding the host's
+# shutdown for its whole grace; "cancelled" (serve's `cancel`): it answers with outcome cancelled
+# (PROTO-032).
+WATCH_STOP: ContextVar[Callable[[], str | None] | None] = ContextVar("WATCH_STOP", default=None)
 STOP_CHECK_SECONDS = 0.25
 
 
@@ -81,7 +83,10 @@ def watch_run(
                 wait = CLAIM_PROBE_SECONDS if left is None else min(left, CLAIM_PROBE_SECONDS)
             if stop is not None:
                 wait = STOP_CHECK_SECONDS if wait is None else min(wait, STOP_CHECK_SECONDS)
-                if stop():
+                reason = stop()
+                if reason == "cancelled":
+                    return result(app, run, "cancelled")
+                if reason is not None:
                     raise ShuttingDown(
                         f"swamp serve is shutting down; the run goes on: watch it again with "
                         f"swamp workflow watch {run.id}",

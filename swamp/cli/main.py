@@ -29,6 +29,7 @@ from .output import print_error, print_json  # noqa: E402
         "workflow": ".main:workflow",
         "model": ".models:model",
         "serve": ".serve:serve",
+        "events": ".events:events",
         "version": ".version:version",
         "completion": ".complete:completion",
     },

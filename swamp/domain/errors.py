@@ -143,6 +143,19 @@ class ServeError(SwampError):
     code = "serve_error"
 
 
+class CursorInvalid(SwampError):
+    """An event cursor the repository's event log never gave (EVENT-012)."""
+
+    code = "cursor_invalid"
+
+
+class CursorExpired(SwampError):
+    """An event cursor whose following events are no longer kept (EVENT-013); details name the
+    oldest cursor still usable."""
+
+    code = "cursor_expired"
+
+
 class StorageError(SwampError):
     """The datastore could not be read or written (disk full, read-only, permissions, a symbolic
     link where swamp follows none)."""

@@ -323,6 +323,8 @@ def _serve_lines(
     seen: set[str] = set()
     helpers = Helpers()
     slots = threading.BoundedSemaphore(MAX_PIPELINED)
+    ended = threading.Event()  # the input reached its end: subscriptions end with `closed`
+    streams: list[threading.Thread] = []
     with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
         for number, raw in enumerate(bounded_lines(source), start=1):
             if isinstance(raw, TooLong):  # a payload line (implied type) is named by its number
@@ -342,6 +344,16 @@ def _serve_lines(
             if repo_dir is not None and "repoDir" not in payload:
                 payload = {**payload, "repoDir": repo_dir}
             slots.acquire()  # waits while MAX_PIPELINED requests of this stream are unanswered
+            if request_type in STREAMS:  # may last for hours: a thread of its own, not a worker
+                stream = threading.Thread(
+                    target=_answer_stream,
+                    args=(slots.release, writer, request_id, request_type, payload, ended),
+                    name="swamp-jsonl-stream",
+                    daemon=True,
+                )
+                stream.start()
+                streams.append(stream)
+                continue
             if implied_type is not None:
                 pool.submit(_answer_then, slots.release, writer, request_id, request_type, payload, number)
                 continue
@@ -351,7 +363,33 @@ def _serve_lines(
             finish = functools.partial(_finished, helpers, request_type, slots.release)
             if not helpers.hand_off(request, writer.write_lines, finish):
                 pool.submit(_answer_here_or_there, writer, helpers, request, payload, finish)
+        ended.set()
+        for stream in streams:
+            stream.join()
     helpers.close()  # after the pool: a request it held may have gone to a helper
+
+
+# Requests that stream until they are stopped; each gets a thread of its own.
+STREAMS = frozenset({"events.subscribe"})
+
+
+def _answer_stream(
+    release: Callable[[], None],
+    writer: FrameWriter,
+    request_id: Any,
+    request_type: str,
+    payload: Any,
+    ended: threading.Event,
+) -> None:
+    """Answer a subscription, which ends with `closed` once the input has reached its end."""
+    from ..app.events import SUBSCRIPTION_STOP
+
+    token = SUBSCRIPTION_STOP.set(lambda: "closed" if ended.is_set() else None)
+    try:
+        answer(writer, request_id, request_type, payload, handle)
+    finally:
+        SUBSCRIPTION_STOP.reset(token)
+        release()
 
 
 def _answer_then(

@@ -265,6 +265,19 @@ def _workflow_watch(payload: dict[str, Any], emit: Emit, actor: Actor | None) ->
     return watch_run(_app(payload, actor), payload["run"], timeout=timeout, emit=emit)
 
 
+def _events_subscribe(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    from ..app.events import subscribe
+
+    return subscribe(
+        _app(payload, actor),
+        after=payload.get("after"),
+        kinds=payload.get("kinds"),
+        runs=payload.get("runs"),
+        timeout=payload.get("timeout"),
+        emit=emit,
+    )
+
+
 def parse_duration(text: str) -> float:
     """90, 90s, 30m, 2h, 1d, 1h30m -> seconds."""
     import re
@@ -337,6 +350,7 @@ REQUEST_TYPES: dict[str, RequestType] = {
         RequestType("workflow.waits", _workflow_waits),
         RequestType("workflow.wait.show", _workflow_wait_show),
         RequestType("workflow.watch", _workflow_watch),
+        RequestType("events.subscribe", _events_subscribe),
         RequestType("model.list", _model_list),
         RequestType("model.get", _model_get),
         RequestType("model.create", _model_create),

@@ -49,6 +49,10 @@ from .jsonl import (
 from .requests import handle
 
 SERVE_TYPES = frozenset({"serve.status", "cancel"})
+# Requests whose payload has no repoDir: --repo-dir is not added to them (SERVE-004).
+NO_REPO_TYPES = SERVE_TYPES | {"repo.init"}
+STREAMS = frozenset({"events.subscribe"})  # requests that last until stopped
+MAX_SUBSCRIPTIONS = 128
 RUN_TYPES = frozenset({"workflow.run", "workflow.resume"})
 
 
@@ -130,6 +134,7 @@ class Server:
         self.connections = 0
         self.writers: set[ConnectionWriter] = set()  # each socket connection's, to flush at the end
         self.listener: socket.socket | None = None
+        self.ended: set[int] = set()  # connections whose input reached its end
 
     # -- logging ---------------------------------------------------------------------------------
 
@@ -153,8 +158,9 @@ class Server:
         answered: Callable[[], None] = lambda: None,
     ) -> None:
         """Answer a request read on a connection; `answered` is called once it is (its slot)."""
-        if self.options.repo_dir is not None and "repoDir" not in payload and request_type not in SERVE_TYPES:
-            payload = {**payload, "repoDir": self.options.repo_dir}
+        repo_dir = self.options.repo_dir
+        if repo_dir is not None and "repoDir" not in payload and request_type not in NO_REPO_TYPES:
+            payload = {**payload, "repoDir": repo_dir}
         key = (conn, request_id)
         flight = InFlight(key, request_type, time.monotonic(), writer=writer, actor=actor)
         with self.lock:
@@ -183,7 +189,9 @@ class Server:
             finally:
                 finish()
 
-        if request is None or not self._handed_off(request, flight, finish):
+        if request_type in STREAMS:  # may last for hours: a thread of its own, not a pool worker
+            threading.Thread(target=work, name="swamp-serve-stream", daemon=True).start()
+        elif request is None or not self._handed_off(request, flight, finish):
             self.pool.submit(work)
 
     def _handed_off(self, request: Request, flight: InFlight, finish: Callable[[], None]) -> bool:
@@ -201,10 +209,17 @@ class Server:
             raise ShuttingDown("swamp serve is shutting down and takes no new requests; reconnect later")
         if executes(request_type, payload):
             return self._hosted(flight, request_type, payload, emit)
+        if request_type in STREAMS:
+            return self._subscription(flight, request_type, payload, emit)
         if request_type == "workflow.watch":
             from ..app.watch import WATCH_STOP
 
-            token = WATCH_STOP.set(self.shutting_down.is_set)
+            def stop() -> str | None:
+                if self.shutting_down.is_set():
+                    return "shutdown"
+                return "cancelled" if flight.stop is not None else None
+
+            token = WATCH_STOP.set(stop)
             try:
                 return handle(request_type, payload, emit, flight.actor)
             finally:
@@ -221,6 +236,35 @@ class Server:
             if data["autoResume"].get("resumed"):
                 data.pop("next", None)
         return data
+
+    def _subscription(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
+        """An events.subscribe: at most MAX_SUBSCRIPTIONS at once; it ends when serve shuts down,
+        its `cancel` comes, or its connection's input ends (SERVE-036, SERVE-037)."""
+        from ..app.events import SUBSCRIPTION_STOP
+
+        with self.lock:
+            others = sum(1 for f in self.requests.values() if f is not flight and f.request_type in STREAMS)
+            if others >= MAX_SUBSCRIPTIONS:
+                raise TooManyRequests(
+                    f"swamp serve already has {MAX_SUBSCRIPTIONS} subscriptions; end one (cancel) or "
+                    "subscribe through another serve",
+                    {"maxSubscriptions": MAX_SUBSCRIPTIONS},
+                )
+
+        def stop() -> str | None:
+            if self.shutting_down.is_set():
+                return "shutdown"
+            if flight.stop is not None:
+                return "cancelled"
+            if flight.key[0] in self.ended:
+                return "closed"
+            return None
+
+        token = SUBSCRIPTION_STOP.set(stop)
+        try:
+            return handle(request_type, payload, emit, flight.actor)
+        finally:
+            SUBSCRIPTION_STOP.reset(token)
 
     def _hosted(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
         with self.lock:
@@ -412,35 +456,42 @@ class Server:
             conn = self.next_connection()
         seen: set[str] = set()
         slots = threading.BoundedSemaphore(MAX_PIPELINED)  # this connection's, not the others'
-        for number, raw in enumerate(bounded_lines(reader), start=1):
-            if isinstance(raw, TooLong):
-                refuse(writer, None, too_long(number).error, number)
-                continue
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                request_id, request_type, payload = parse_frame(line, number, seen, SERVE_TYPES)
-            except BadFrame as bad:
-                refuse(writer, bad.request_id, bad.error, number)
-                continue
-            if self.shutting_down.is_set() and request_type not in SERVE_TYPES:
-                refuse(
-                    writer, request_id, ShuttingDown("swamp serve is shutting down; reconnect later"), number
+        try:
+            for number, raw in enumerate(bounded_lines(reader), start=1):
+                if isinstance(raw, TooLong):
+                    refuse(writer, None, too_long(number).error, number)
+                    continue
+                line = raw.strip()
+                if not line:
+                    continue
+                try:
+                    request_id, request_type, payload = parse_frame(line, number, seen, SERVE_TYPES)
+                except BadFrame as bad:
+                    refuse(writer, bad.request_id, bad.error, number)
+                    continue
+                if self.shutting_down.is_set() and request_type not in SERVE_TYPES:
+                    refuse(
+                        writer,
+                        request_id,
+                        ShuttingDown("swamp serve is shutting down; reconnect later"),
+                        number,
+                    )
+                    continue
+                slots.acquire()  # waits while MAX_PIPELINED requests of this connection are unanswered
+                self.helpers.arrived(request_type)
+                request = Request(
+                    request_id,
+                    request_type,
+                    line,
+                    number,
+                    self.options.repo_dir,
+                    actor,
+                    executes=executes(request_type, payload),
                 )
-                continue
-            slots.acquire()  # waits while MAX_PIPELINED requests of this connection are unanswered
-            self.helpers.arrived(request_type)
-            request = Request(
-                request_id,
-                request_type,
-                line,
-                number,
-                self.options.repo_dir,
-                actor,
-                executes=executes(request_type, payload),
-            )
-            self.submit(writer, conn, request_id, request_type, payload, request, actor, slots.release)
+                self.submit(writer, conn, request_id, request_type, payload, request, actor, slots.release)
+        finally:
+            with self.lock:
+                self.ended.add(conn)  # its subscriptions end with `closed` (SERVE-037)
 
     def listen(self, path: str) -> None:
         try:

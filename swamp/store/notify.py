@@ -58,13 +58,21 @@ class Changes:
     """Watches files; `wait(timeout)` returns True when one may have changed, False when
     `timeout` seconds (None: no limit) passed without a change. `poll=True` forces the poll."""
 
-    def __init__(self, paths: Iterable[str], *, poll: bool = False, poll_seconds: float = POLL_SECONDS):
+    def __init__(
+        self,
+        paths: Iterable[str],
+        *,
+        folders: Iterable[str] = (),
+        poll: bool = False,
+        poll_seconds: float = POLL_SECONDS,
+    ):
         self.paths = [os.path.abspath(p) for p in paths]
+        self.folders = [os.path.abspath(f) for f in folders]  # any name in them (the event log's)
         self.poll_seconds = poll_seconds
         self._inotify: _Inotify | None = None
         if not poll and os.environ.get("SWAMP_NOTIFY") != "poll":
             self._inotify = _Inotify.open()
-        if self._inotify is not None and not self._inotify.arm(self.paths):
+        if self._inotify is not None and not self._inotify.arm(self.paths, self.folders):
             self._inotify.close()
             self._inotify = None
         self._signatures = None if self._inotify is not None else self._signature()
@@ -77,7 +85,7 @@ class Changes:
         if self._inotify is not None:
             changed = self._inotify.wait(timeout)
             if changed:
-                self._inotify.arm(self.paths)  # a folder may have been created
+                self._inotify.arm(self.paths, self.folders)  # a folder may have been created
             return changed
         return self._poll(timeout)
 
@@ -95,7 +103,13 @@ class Changes:
 
     def _signature(self) -> list[tuple[int, int, int] | None]:
         found: list[tuple[int, int, int] | None] = []
-        for path in self.paths:
+        names = []
+        for folder in self.folders:
+            try:
+                names.extend(sorted(os.path.join(folder, n) for n in os.listdir(folder)))
+            except OSError:
+                found.append(None)
+        for path in [*self.paths, *names]:
             try:
                 st = os.stat(path)
             except OSError:
@@ -121,7 +135,7 @@ class _Inotify:
         self.fd = fd
         self._add_watch = add_watch
         self._names: dict[int, set[str] | None] = {}  # watch -> names that matter (None: any)
-        self._armed: dict[str, tuple[int, set[str]]] = {}
+        self._armed: dict[str, tuple[int, set[str] | None]] = {}
 
     @classmethod
     def open(cls) -> _Inotify | None:
@@ -142,26 +156,31 @@ class _Inotify:
             return None
         return cls(fd, add_watch)
 
-    def arm(self, paths: list[str]) -> bool:
-        """Watch the folder of every path (or its nearest existing ancestor); False when the
+    def arm(self, paths: list[str], folders: Iterable[str] = ()) -> bool:
+        """Watch the folder of every path (or its nearest existing ancestor), and every name in
+        each of `folders` (or the nearest existing ancestor for the folder's name); False when the
         kernel refuses a watch (then the caller polls)."""
-        wanted: dict[str, set[str]] = {}
-        for path in paths:
+        wanted: dict[str, set[str] | None] = {}
+        for path in [*paths, *(os.path.join(f, "") for f in folders)]:
             folder, name = os.path.split(path)
             while not os.path.isdir(folder):
                 parent, name = os.path.split(folder)
                 if parent == folder:
                     break
                 folder = parent
-            wanted.setdefault(folder, set()).add(name)
+            if not name:  # one of `folders`, and it exists: any name in it
+                wanted[folder] = None
+            elif folder not in wanted or wanted[folder] is not None:
+                known = wanted.get(folder)
+                wanted[folder] = (known or set()) | {name}
         for folder, names in wanted.items():
             armed = self._armed.get(folder)
-            if armed is not None and armed[1] >= names:
+            if armed is not None and (armed[1] is None or (names is not None and armed[1] >= names)):
                 continue
             wd = self._add_watch(self.fd, os.fsencode(folder), _MASK)  # type: ignore[operator]
             if wd < 0:
                 return False
-            merged = names | (armed[1] if armed else set())
+            merged = None if names is None else names | (armed[1] or set() if armed else set())
             self._armed[folder] = (wd, merged)
             self._names[wd] = merged
         return True

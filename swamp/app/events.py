@@ -1,0 +1,95 @@
+"""events.subscribe and `swamp events`: stream the repository's event log, resuming after a cursor.
+
+What is streamed is what every process published (app/publish.py appends to store/events.py):
+events from a CLI in another terminal reach a subscriber of serve. A subscription reads what the
+log holds after its start, then waits on the log's folder (store/notify.py: no CPU while nothing
+changes) and reads again; events come in log order, each once. It ends with one result, `cursor`
+(where it got to: pass it back as `after` to go on with no duplicate and nothing missed) and
+`outcome`: `timeout`, or what its host says through SUBSCRIPTION_STOP (`cancelled`, `closed`,
+`shutdown`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+from ..domain.errors import InvalidRequest
+from ..engine.ports import Emit
+from ..store.events import EventLog
+from ..store.notify import Changes
+from .context import App
+
+KINDS = ("wait_opened", "wait_settled", "run_suspended", "run_finished")
+BATCH = 256
+# A host (`swamp --jsonl`, `swamp serve`) sets this: called while the subscription waits, it
+# returns the outcome to end with (`cancelled`, `closed`, `shutdown`) or None to go on.
+SUBSCRIPTION_STOP: ContextVar[Callable[[], str | None] | None] = ContextVar("SUBSCRIPTION_STOP", default=None)
+STOP_CHECK_SECONDS = 0.25
+
+
+def check_filters(kinds: list[str] | None, runs: list[str] | None, timeout: float | None) -> None:
+    if timeout is not None and not (math.isfinite(timeout) and timeout >= 0):
+        raise InvalidRequest("'timeout' must be a finite number of seconds >= 0", {"timeout": timeout})
+    for name, values in (("kinds", kinds), ("runs", runs)):
+        if values is not None and not all(isinstance(value, str) for value in values):
+            raise InvalidRequest(f"'{name}' must be a list of strings", {"field": name})
+    for kind in kinds or ():
+        if kind not in KINDS:
+            raise InvalidRequest(
+                f"{kind!r} is not an event kind; the kinds are {', '.join(KINDS)}", {"kind": kind}
+            )
+    for run in runs or ():
+        if not run:
+            raise InvalidRequest("a run filter must be a run ID, not an empty string", {"run": run})
+
+
+def subscribe(
+    app: App,
+    *,
+    after: str | None = None,
+    kinds: list[str] | None = None,
+    runs: list[str] | None = None,
+    timeout: float | None = None,
+    emit: Emit | None = None,
+) -> dict[str, Any]:
+    """Stream the events after `after` (None: from the end of the log) that pass the filters,
+    until `timeout` seconds pass (0: what is there now) or the host stops it."""
+    check_filters(kinds, runs, timeout)
+    send: Emit = emit or (lambda event: None)
+    stop = SUBSCRIPTION_STOP.get()
+    wanted_kinds = frozenset(kinds) if kinds else None
+    wanted_runs = frozenset(runs) if runs else None
+    log = EventLog(app.layout)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    # Armed before the first read, so an event appended between that read and the wait is seen.
+    with Changes([], folders=[log.folder]) as changes:
+        if after is None:
+            cursor = log.start()
+        else:
+            log.check(after)
+            cursor = after
+        while True:
+            batch = log.read(cursor, BATCH)
+            for event in batch:
+                cursor = event["cursor"]
+                if wanted_kinds is not None and event.get("event") not in wanted_kinds:
+                    continue
+                if wanted_runs is not None and event.get("runId") not in wanted_runs:
+                    continue
+                send(event)
+            if len(batch) == BATCH and (stop is None or stop() is None):
+                continue  # more to read now
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return {"cursor": cursor, "outcome": "timeout"}
+            reason = stop() if stop is not None else None
+            if reason is not None:
+                return {"cursor": cursor, "outcome": reason}
+            wait = left
+            if stop is not None:
+                wait = STOP_CHECK_SECONDS if wait is None else min(wait, STOP_CHECK_SECONDS)
+            changes.wait(wait)

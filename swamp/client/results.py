@@ -1,0 +1,349 @@
+"""The result documents of swamp's requests, as TypedDicts.
+
+A result is the plain `dict` decoded from the frame (the raw document, every field swamp sent kept);
+these types only tell a type checker and a reader which keys to expect. They follow
+spec/schemas/results.schema.json, which rules where they differ: every key here is a property of the
+type's schema entry, and the keys marked required are those it always requires
+(tests/test_client_types.py checks both; tests/test_client.py validates real results with it).
+Nested documents that the spec shapes in detail (a run's jobs and steps, audit entries, receipts)
+are left as `dict[str, Any]`; see spec/schemas/run-record.schema.json for them.
+
+(No `from __future__ import annotations` here: a TypedDict tells its `NotRequired` keys apart at
+run time only from evaluated annotations, and the tests read `__required_keys__`.)
+"""
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+RunStatus = Literal["pending", "running", "suspended", "succeeded", "failed", "cancelled"]
+
+
+class RunDocument(TypedDict):
+    """A run record as results carry it (RUN-001): `workflow.cancel` and the base of the others."""
+
+    formatVersion: int
+    id: str
+    workflowId: str
+    workflowName: str
+    status: RunStatus
+    createdAt: str
+    jobs: list[dict[str, Any]]
+    path: str
+    startedAt: NotRequired[str | None]
+    completedAt: NotRequired[str | None]
+    durationMs: NotRequired[int | None]
+    inputs: NotRequired[dict[str, Any]]
+    resumeInputs: NotRequired[dict[str, Any]]
+    tags: NotRequired[dict[str, Any]]
+    initiatedBy: NotRequired[str]
+    onBehalfOf: NotRequired[str]
+    failedStep: NotRequired[str | None]
+    failureReason: NotRequired[str | None]
+    cancelReason: NotRequired[str | None]
+    interruption: NotRequired[dict[str, Any]]
+    stepProgress: NotRequired[dict[str, Any]]
+    retiredWaitIds: NotRequired[list[str]]
+    gates: NotRequired[list[dict[str, Any]]]
+    waits: NotRequired[list[dict[str, Any]]]
+    next: NotRequired[list[str]]
+
+
+class RunResult(RunDocument):
+    """`workflow.run`: the run document and what it did to runs it superseded (RESUME-014)."""
+
+    superseded: list[dict[str, Any]]
+
+
+class ResumeResult(RunDocument):
+    """`workflow.resume`: the run document and whether its definition changed (RESUME-022)."""
+
+    definitionChanged: bool
+    definitionChanges: NotRequired[list[str]]
+
+
+class WatchOutcome(TypedDict):
+    outcome: Literal["finished", "timeout", "interrupted", "cancelled"]
+
+
+class WatchResult(RunDocument):
+    """`workflow.watch`: the run document when the watch ended, and how it ended (WATCH-004)."""
+
+    watch: WatchOutcome
+
+
+class RunHistory(RunDocument):
+    """`workflow.history.get` (RUN-012): the run document, `interrupted` and the audit trail."""
+
+    interrupted: bool
+    audit: list[dict[str, Any]]
+
+
+class RunSummary(TypedDict):
+    runId: str
+    workflowId: str
+    workflowName: str
+    status: RunStatus
+    createdAt: str
+    startedAt: str | None
+    completedAt: str | None
+    durationMs: int | None
+    inputs: dict[str, Any]
+    failedStep: str | None
+    failureReason: str | None
+    stepProgress: Any
+    interrupted: bool
+
+
+class History(TypedDict):
+    """`workflow.history` (RUN-013): the runs, newest first, and the records that could not be read."""
+
+    runs: list[RunSummary]
+    unreadable: list[dict[str, Any]]
+
+
+class WaitEntry(TypedDict):
+    """One open wait (WAIT-009)."""
+
+    waitId: str
+    workflowName: str
+    workflowId: str
+    runId: str
+    jobName: str
+    stepName: str
+    openedAt: str
+    deadline: str
+    secondsLeft: float
+    expired: bool
+    description: str | None
+    schema: dict[str, Any] | bool
+
+
+class Waits(TypedDict):
+    """`workflow.waits`."""
+
+    waits: list[WaitEntry]
+
+
+class WaitShow(WaitEntry):
+    """`workflow.wait.show`: one wait, open or settled, with its receipt once answered."""
+
+    status: str
+    stepStatus: str
+    receipt: NotRequired[dict[str, Any]]
+    payload: NotRequired[Any]
+    examplePayload: NotRequired[Any]
+    next: NotRequired[list[str]]
+
+
+class SignalResult(TypedDict):
+    """`workflow.signal`: with `check`, only `valid`, `waitId`, `runId`, `jobName`, `stepName`;
+    otherwise the accepted signal, and with `resume` what the continuation did (`continued`, `run`
+    or `stillOpen`); through serve with --auto-continue, `autoResume`."""
+
+    waitId: str
+    runId: str
+    jobName: str
+    stepName: str
+    valid: NotRequired[bool]
+    workflowName: NotRequired[str]
+    payload: NotRequired[Any]
+    signal: NotRequired[dict[str, Any]]
+    runStatus: NotRequired[RunStatus]
+    openWaits: NotRequired[list[str]]
+    next: NotRequired[list[str]]
+    autoResume: NotRequired[dict[str, Any]]
+    continued: NotRequired[bool]
+    run: NotRequired[RunDocument]
+    stillOpen: NotRequired[list[dict[str, Any]]]
+
+
+class ApproveResult(TypedDict):
+    """`workflow.approve` (GATE rules), with `continued`/`run`/`stillOpen` after `resume`."""
+
+    runId: str
+    workflowName: str
+    jobName: str
+    stepName: str
+    approved: bool
+    decidedBy: str
+    decidedAt: str
+    reason: str | None
+    runStatus: RunStatus
+    openGates: list[str]
+    openWaits: list[str]
+    onBehalfOf: NotRequired[str]
+    next: NotRequired[list[str]]
+    autoResume: NotRequired[dict[str, Any]]
+    continued: NotRequired[bool]
+    run: NotRequired[RunDocument]
+    stillOpen: NotRequired[list[dict[str, Any]]]
+
+
+class RejectResult(TypedDict):
+    """`workflow.reject`: a gate's rejection (GATE-013) or, with `waitId`, a signal wait's."""
+
+    runId: str
+    workflowName: str
+    jobName: str
+    stepName: str
+    approved: bool
+    decidedBy: str
+    reason: str | None
+    runStatus: RunStatus
+    decidedAt: NotRequired[str]
+    onBehalfOf: NotRequired[str]
+    openGates: NotRequired[list[str]]
+    waitId: NotRequired[str]
+
+
+class Approvals(TypedDict):
+    """`workflow.approvals` (GATE-016): the open gates."""
+
+    approvals: list[dict[str, Any]]
+
+
+class WorkflowSummary(TypedDict):
+    id: str
+    name: str
+    description: str | None
+    version: int
+    path: str
+    jobs: int
+    steps: int
+
+
+class WorkflowList(TypedDict):
+    """`workflow.list` (WF-019)."""
+
+    workflows: list[WorkflowSummary]
+    broken: list[dict[str, Any]]
+
+
+class WorkflowDetail(WorkflowSummary):
+    """`workflow.get` (WF-020): the list entry and the definition with defaults filled in."""
+
+    definition: dict[str, Any]
+
+
+class WorkflowCreated(TypedDict):
+    """`workflow.create` (WF-018)."""
+
+    name: str
+    path: str
+
+
+class Validation(TypedDict):
+    """`workflow.validate`: one workflow's checks (WF-015) or, without `workflow`, every file's
+    (`workflows`, `totalPassed`, `totalFailed`, WF-016). `passed` is in both."""
+
+    passed: bool
+    workflowId: NotRequired[str | None]
+    workflowName: NotRequired[str | None]
+    path: NotRequired[str]
+    validations: NotRequired[list[dict[str, Any]]]
+    problems: NotRequired[list[str]]
+    warnings: NotRequired[list[dict[str, Any]]]
+    workflows: NotRequired[list[dict[str, Any]]]
+    totalPassed: NotRequired[int]
+    totalFailed: NotRequired[int]
+
+
+class ModelDefinition(TypedDict):
+    """`model.create` (MODEL-006) and each entry of `model.list`."""
+
+    id: str
+    name: str
+    type: str
+    globalArguments: dict[str, Any]
+    methods: dict[str, Any]
+    path: str
+
+
+class ModelDetail(ModelDefinition):
+    """`model.get` (MODEL-007): the definition and its type's entry, or why it could not load."""
+
+    typeInfo: NotRequired[dict[str, Any]]
+    typeError: NotRequired[str]
+
+
+class ModelList(TypedDict):
+    models: list[ModelDefinition]
+    problems: list[dict[str, Any]]
+
+
+class ModelTypeList(TypedDict):
+    types: list[dict[str, Any]]
+    problems: list[dict[str, Any]]
+
+
+class RepoInit(TypedDict):
+    """`repo.init` (REPO-001)."""
+
+    path: str
+    created: bool
+    gitignore: Literal["created", "upgraded", "kept"]
+
+
+class ServeStatus(TypedDict):
+    """`serve.status` (SERVE-014)."""
+
+    version: str
+    pid: int
+    uptimeSeconds: float
+    runsInFlight: list[str]
+    requestsInFlight: int
+    openWaits: int | None
+    socket: str | None
+    autoContinue: bool
+    enforceDeadlines: bool
+    shuttingDown: bool
+
+
+class Cancelled(TypedDict):
+    """serve's `cancel` (SERVE-016): the requests it stopped."""
+
+    cancelled: list[dict[str, Any]]
+
+
+class ProtocolVersion(TypedDict):
+    """`protocol.version` (PROTO-020)."""
+
+    spec: str
+    protocol: int
+    requestTypes: list[str]
+
+
+class SubscriptionEnd(TypedDict):
+    """`events.subscribe`: where the stream ended and why."""
+
+    cursor: str
+    outcome: Literal["timeout", "cancelled", "closed", "shutdown"]
+
+
+# Which type each request's result has (tests check each against results.schema.json).
+RESULT_TYPES: dict[str, type] = {
+    "repo.init": RepoInit,
+    "workflow.list": WorkflowList,
+    "workflow.get": WorkflowDetail,
+    "workflow.create": WorkflowCreated,
+    "workflow.validate": Validation,
+    "workflow.run": RunResult,
+    "workflow.resume": ResumeResult,
+    "workflow.cancel": RunDocument,
+    "workflow.watch": WatchResult,
+    "workflow.history": History,
+    "workflow.history.get": RunHistory,
+    "workflow.approve": ApproveResult,
+    "workflow.reject": RejectResult,
+    "workflow.approvals": Approvals,
+    "workflow.signal": SignalResult,
+    "workflow.waits": Waits,
+    "workflow.wait.show": WaitShow,
+    "model.list": ModelList,
+    "model.get": ModelDetail,
+    "model.create": ModelDefinition,
+    "model.type.list": ModelTypeList,
+    "serve.status": ServeStatus,
+    "cancel": Cancelled,
+    "protocol.version": ProtocolVersion,
+    "events.subscribe": SubscriptionEnd,
+}

@@ -1,0 +1,163 @@
+"""The repository event log (store/events.py): appends from many processes at once are gap-free,
+totally ordered and never torn; retention and cursor_expired; no open through a symbolic link;
+and a publish that cannot append never fails the signal that caused it (app/publish.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import Repo
+
+from swamp.domain.errors import CursorExpired, CursorInvalid
+from swamp.store.events import EventLog
+from swamp.store.repo import RepoLayout
+
+APPENDER = """
+import sys
+from pathlib import Path
+from swamp.store.events import EventLog
+from swamp.store.repo import RepoLayout
+log = EventLog(RepoLayout(Path(sys.argv[1])), segment_bytes=int(sys.argv[3]), keep_segments=1000)
+name = sys.argv[2]
+sys.stdin.readline()  # every writer starts at once
+for i in range(int(sys.argv[4])):
+    size = 1 + i % 3
+    log.append([{"event": "wait_opened", "writer": name, "n": i, "k": k, "pad": "x" * (i % 50)}
+                for k in range(size)])
+"""
+
+
+def layout(tmp_path: Path) -> RepoLayout:
+    (tmp_path / ".swamp").mkdir(exist_ok=True)
+    return RepoLayout(tmp_path)
+
+
+def seqs(events: list[dict[str, object]]) -> list[int]:
+    return [int(str(e["cursor"]).rsplit("-", 1)[1]) for e in events]
+
+
+def test_appends_from_many_processes_are_gap_free_ordered_and_whole(tmp_path: Path) -> None:
+    writers, batches = 5, 60
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", APPENDER, str(tmp_path), f"w{n}", "4096", str(batches)],
+            stdin=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(writers)
+    ]
+    layout(tmp_path)
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+    log = EventLog(RepoLayout(tmp_path))
+    every: list[dict[str, object]] = []
+    cursor = None
+    while True:  # read in small pages, resuming after the last cursor each time
+        page = log.read(cursor, 7)
+        if not page:
+            break
+        every.extend(page)
+        cursor = str(page[-1]["cursor"])
+    total = writers * sum(1 + i % 3 for i in range(batches))
+    assert seqs(every) == list(range(1, total + 1))  # gap-free, in order, each once
+    assert log.latest() == every[-1]["cursor"]
+    segments = sorted(os.listdir(tmp_path / ".swamp/events"))
+    assert len(segments) > 2  # the small segments rolled over while writers raced
+    for name in segments:  # no torn or interleaved line anywhere
+        for line in (tmp_path / ".swamp/events" / name).read_bytes().splitlines():
+            json.loads(line)
+    for n in range(writers):  # each writer's batches whole and in its own order
+        mine = [(e["n"], e["k"]) for e in every if e["writer"] == f"w{n}"]
+        assert mine == [(i, k) for i in range(batches) for k in range(1 + i % 3)]
+
+
+def test_retention_keeps_the_newest_segments_and_an_older_cursor_is_expired(tmp_path: Path) -> None:
+    log = EventLog(layout(tmp_path), segment_bytes=1000, keep_segments=2)
+    cursors = [log.append([{"event": "run_finished", "n": n, "pad": "y" * 80}])[0] for n in range(60)]
+    assert len(os.listdir(tmp_path / ".swamp/events")) == 2
+    kept = log.read(None, 1000)
+    assert kept and seqs(kept) == list(range(seqs(kept)[0], 61))  # the newest ones, no gap
+    with pytest.raises(CursorExpired) as refused:
+        log.read(cursors[0], 10)
+    oldest = refused.value.details["oldest"]
+    assert log.read(oldest, 1000) == kept  # the cursor it names resumes with everything kept
+    assert log.read(cursors[-2], 10) == kept[-1:]
+
+
+def test_unknown_cursors_are_invalid(tmp_path: Path) -> None:
+    log = EventLog(layout(tmp_path))
+    cursor = log.append([{"event": "run_finished"}])[0]
+    epoch = cursor.split("-")[0]
+    for bad in ("", "nope", f"{epoch}-1", f"{epoch}-000000000009"):  # malformed; past the end
+        with pytest.raises(CursorInvalid):
+            log.read(bad, 10)
+    with pytest.raises(CursorExpired):  # a cursor of a log that is gone (another epoch)
+        log.read("00000000-000000000001" if epoch != "00000000" else "11111111-000000000001", 10)
+
+
+def test_a_torn_line_is_closed_skipped_and_its_number_reused(tmp_path: Path) -> None:
+    log = EventLog(layout(tmp_path))
+    log.append([{"event": "wait_opened"}])
+    (segment,) = (tmp_path / ".swamp/events").iterdir()
+    with open(segment, "ab") as raw:  # a process killed (or a disk filled) mid-write
+        raw.write(b'{"cursor":"' + segment.name[:8].encode() + b'-000000000002","event":"wa')
+    assert seqs(log.read(None, 10)) == [1]
+    log.append([{"event": "run_finished"}])
+    found = log.read(None, 10)
+    assert seqs(found) == [1, 2] and found[1]["event"] == "run_finished"
+
+
+def test_the_log_never_opens_through_a_symbolic_link(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    repo = tmp_path / "repo"
+    (repo / ".swamp").mkdir(parents=True)
+    (repo / ".swamp/events").symlink_to(elsewhere)
+    log = EventLog(RepoLayout(repo))
+    with pytest.raises(OSError):
+        log.append([{"event": "run_finished"}])
+    with pytest.raises(OSError):
+        log.read(None, 10)
+    (repo / ".swamp/events").unlink()
+    (repo / ".swamp/events").mkdir()
+    target = elsewhere / "segment"
+    target.write_text("")
+    (repo / ".swamp/events/0badc0de-000000000001.jsonl").symlink_to(target)
+    with pytest.raises(OSError):
+        log.append([{"event": "run_finished"}])
+    assert os.listdir(elsewhere) == ["segment"] and target.read_text() == ""
+
+
+def test_a_signal_succeeds_when_its_events_cannot_be_appended(repo: Repo) -> None:
+    repo.write_workflow(
+        "gate",
+        [
+            {
+                "name": "main",
+                "steps": [{"name": "review", "task": {"type": "wait_for_signal", "timeout": 600}}],
+            }
+        ],
+    )
+    ran = repo.swamp("workflow", "run", "gate", "--json")
+    assert ran.json is not None
+    wait_id = ran.json["waits"][0]["waitId"]
+    events = repo.root / ".swamp/events"
+    for segment in events.iterdir():
+        segment.unlink()
+    events.rmdir()
+    events.write_text("not a folder\n")  # every append now fails (ENOTDIR)
+    sent = repo.swamp("workflow", "signal", wait_id, "--payload", "{}", "--resume", "--json")
+    assert sent.code == 0, sent.err
+    assert sent.err.count("could not append to the event log") == 1
+    assert "Traceback" not in sent.err
+    history = json.loads(repo.swamp("workflow", "history", "--json").out)
+    assert history["runs"][0]["status"] == "succeeded"
