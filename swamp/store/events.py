@@ -35,7 +35,6 @@ import contextlib
 import errno
 import json
 import os
-import re
 import time
 from typing import Any
 
@@ -46,8 +45,7 @@ from .repo import RepoLayout
 SEGMENT_BYTES = 2 * 1024 * 1024
 KEEP_SEGMENTS = 8
 LOCK_SECONDS = 5.0  # an append gives up (the events are lost, and said so) past this
-_SEGMENT = re.compile(r"^([0-9a-f]{8})-([0-9]{12})\.jsonl$")
-_CURSOR = re.compile(r"^([0-9a-f]{8})-([0-9]{12})$")
+_HEX = frozenset("0123456789abcdef")
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -182,9 +180,8 @@ class EventLog:
             return []
         found = []
         for name in names:
-            match = _SEGMENT.match(name)
-            if match:
-                found.append((int(match.group(2)), match.group(1)))
+            if name.endswith(".jsonl") and _is_cursor(name[:-6]):
+                found.append((int(name[9:21]), name[:8]))
         if not found:
             return []
         found.sort()
@@ -224,14 +221,13 @@ class EventLog:
 
     def check(self, after: str) -> tuple[str, int]:
         """(epoch, seq) of a cursor this log can resume after, or CursorInvalid / CursorExpired."""
-        match = _CURSOR.match(after) if isinstance(after, str) else None
-        if match is None:
+        if not isinstance(after, str) or not _is_cursor(after):
             raise CursorInvalid(
                 f"{after!r} is not an event cursor; pass the 'cursor' of an event (or of a result) "
                 "this repository gave, or leave it out to start at the end of the log",
                 {"cursor": after},
             )
-        epoch, seq = match.group(1), int(match.group(2))
+        epoch, seq = after[:8], int(after[9:])
         segments = self._segments()
         oldest = cursor_of(segments[0][0], segments[0][1] - 1) if segments else None
         if not segments or segments[0][0] != epoch:
@@ -339,6 +335,18 @@ def _event_of(line: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(event, dict) or not isinstance(event.get("cursor"), str):
         return None
-    if _CURSOR.match(event["cursor"]) is None:
+    if not _is_cursor(event["cursor"]):
         return None
     return event
+
+
+def _is_cursor(text: str) -> bool:
+    """`<8 lowercase hex digits>-<12 digits>` (a regular expression costs its compile at import:
+    this module is on the signal path)."""
+    return (
+        len(text) == 21
+        and text[8] == "-"
+        and _HEX.issuperset(text[:8])
+        and text[9:].isascii()
+        and text[9:].isdigit()
+    )
