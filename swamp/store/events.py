@@ -26,7 +26,12 @@ marks the loss). A line torn by a crash or a full disk is closed by the next app
 readers; its sequence number is given to the next event, so cursors stay gap-free.
 
 Cost: one append is ~12 system calls (lock, list the folder, open, stat, read the tail, write,
-close, unlock) and the JSON encoding; see spec/events.md for what was measured on the signal path.
+close, unlock) and the JSON encoding: about 1 ms of a `workflow signal` under cProfile, import
+included (no regular expression, no `secrets`: this module is on the signal path). Measured on a
+loaded 2-core machine, `workflow signal` interleaved with the tree before the log, 25 each:
+median 312.8 ms before, 318.2 ms after (`python -c pass` 41.6 ms: 7.52x and 7.65x), within the
+noise; scripts/bench/serve's pipelined signals per second (400 runs, 3 bursts, two rounds) 143
+and 344 before, 176 and 303 after, the disk's durable-write floor moving more than either.
 """
 
 from __future__ import annotations
