@@ -43,3 +43,15 @@ def test_a_subscriber_that_never_reads_is_cut_off_and_its_subscription_ends(repo
     code, err = server.wait()
     assert code == 0
     assert "frames unread" in err and "Traceback" not in err
+
+
+def test_a_connection_that_ends_is_closed_while_another_holds_a_subscription(repo: Repo, serve) -> None:  # type: ignore[no-untyped-def]
+    server: Serve = serve()
+    holder = server.client()
+    holder.send("events.subscribe", "s")
+    passer = server.client()
+    assert data(passer.request("serve.status", "st"))["requestsInFlight"] == 1  # the subscription
+    passer.sock.shutdown(socket.SHUT_WR)  # done with its requests
+    wait_until("serve to close the finished connection", lambda: passer.closed, timeout=10)
+    holder.send("cancel", "c", {"id": "s"})
+    assert data(holder.reply("s"))["outcome"] == "cancelled"

@@ -78,3 +78,23 @@ def test_swamp_notify_poll_forces_the_poll(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("SWAMP_NOTIFY", "poll")
     with Changes([str(tmp_path / "x")]) as changes:
         assert changes.mechanism == "poll"
+
+
+@pytest.mark.parametrize("poll", MODES)
+def test_a_watched_folder_wakes_for_any_name_in_it_even_one_created_later(tmp_path: Path, poll: bool) -> None:
+    folder = tmp_path / ".swamp" / "events"  # the event log's folder, before the log exists
+    (tmp_path / ".swamp").mkdir()
+    with Changes([], folders=[str(folder)], poll=poll, poll_seconds=0.01) as changes:
+        assert changes.wait(0.05) is False
+        folder.mkdir()
+        (folder / "a1b2c3d4-000000000001.jsonl").write_text("")
+        assert changes.wait(10) is True
+        while changes.wait(0.05):  # the creation may come as several wake-ups
+            pass
+        with (folder / "a1b2c3d4-000000000001.jsonl").open("a") as f:
+            f.write("{}\n")
+        assert changes.wait(10) is True
+        while changes.wait(0.05):
+            pass
+        (folder / "a1b2c3d4-000000000002.jsonl").write_text("{}\n")  # a new segment
+        assert changes.wait(10) is True

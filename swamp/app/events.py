@@ -72,16 +72,20 @@ def subscribe(
         else:
             log.check(after)
             cursor = after
+        changed = True  # read the log first; afterwards only when its folder changed
         while True:
-            batch = log.read(cursor, BATCH)
-            for event in batch:
-                cursor = event["cursor"]
-                if wanted_kinds is not None and event.get("event") not in wanted_kinds:
-                    continue
-                if wanted_runs is not None and event.get("runId") not in wanted_runs:
-                    continue
-                send(event)
-            if len(batch) == BATCH and (stop is None or stop() is None):
+            more = False
+            if changed:
+                batch = log.read(cursor, BATCH)
+                for event in batch:
+                    cursor = event["cursor"]
+                    if wanted_kinds is not None and event.get("event") not in wanted_kinds:
+                        continue
+                    if wanted_runs is not None and event.get("runId") not in wanted_runs:
+                        continue
+                    send(event)
+                more = len(batch) == BATCH
+            if more and (stop is None or stop() is None):
                 continue  # more to read now
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
@@ -92,4 +96,4 @@ def subscribe(
             wait = left
             if stop is not None:
                 wait = STOP_CHECK_SECONDS if wait is None else min(wait, STOP_CHECK_SECONDS)
-            changes.wait(wait)
+            changed = more or changes.wait(wait)

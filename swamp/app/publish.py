@@ -34,11 +34,11 @@ def publish(app: App, before: RunState | None, run: WorkflowRun) -> None:
 def append_events(app: App, changes: list[dict[str, Any]]) -> None:
     """Append to the event log (each event gains its `cursor`). An append that fails (disk full,
     EACCES, a symbolic link, the log's lock held too long) loses these events: subscribers never
-    see them (EVENT-009). Said once per process on stderr; the save and the run go on."""
+    see them (EVENT-014). Said once per process on stderr; the save and the run go on."""
     events = app.events
     try:
         events.append(changes)
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # an observer never fails the save: the record is already durable
         if not events.warned:
             events.warned = True
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -188,6 +188,7 @@ COMMAND_REQUESTS = {
     "workflow waits": "workflow.waits",
     "workflow wait show": "workflow.wait.show",
     "workflow watch": "workflow.watch",
+    "events": "events.subscribe",
     "model create": "model.create",
     "model list": "model.list",
     "model get": "model.get",

@@ -561,7 +561,9 @@ class Server:
         try:
             actor = peer_actor(client)
             self.read_connection(reader, writer, number, actor)
-            self._drain()
+            # Only this connection's requests: another client's subscription may last for days,
+            # and this socket (and thread) would wait for it.
+            self._drain(conn=number)
             writer.finish()
         except (OSError, ValueError):
             pass  # the client went away; its requests finish without it
@@ -580,12 +582,13 @@ class Server:
         for writer in writers:
             writer.finish(timeout=max(0.0, deadline - time.monotonic()))
 
-    def _drain(self, timeout: float | None = None) -> bool:
-        """Wait until no request is in flight; False if `timeout` passed first."""
+    def _drain(self, timeout: float | None = None, conn: int | None = None) -> bool:
+        """Wait until no request (of connection `conn`, when given) is in flight; False if
+        `timeout` passed first."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             with self.lock:
-                busy = bool(self.requests)
+                busy = bool(self.requests) if conn is None else any(k[0] == conn for k in self.requests)
             if not busy:
                 return True
             if deadline is not None and time.monotonic() >= deadline:

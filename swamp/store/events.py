@@ -26,7 +26,12 @@ marks the loss). A line torn by a crash or a full disk is closed by the next app
 readers; its sequence number is given to the next event, so cursors stay gap-free.
 
 Cost: one append is ~12 system calls (lock, list the folder, open, stat, read the tail, write,
-close, unlock) and the JSON encoding; see spec/events.md for what was measured on the signal path.
+close, unlock) and the JSON encoding: about 1 ms of a `workflow signal` under cProfile, import
+included (no regular expression, no `secrets`: this module is on the signal path). Measured on a
+loaded 2-core machine, `workflow signal` interleaved with the tree before the log, 25 each:
+median 312.8 ms before, 318.2 ms after (`python -c pass` 41.6 ms: 7.52x and 7.65x), within the
+noise; scripts/bench/serve's pipelined signals per second (400 runs, 3 bursts, two rounds) 143
+and 344 before, 176 and 303 after, the disk's durable-write floor moving more than either.
 """
 
 from __future__ import annotations
@@ -35,7 +40,6 @@ import contextlib
 import errno
 import json
 import os
-import re
 import time
 from typing import Any
 
@@ -46,8 +50,7 @@ from .repo import RepoLayout
 SEGMENT_BYTES = 2 * 1024 * 1024
 KEEP_SEGMENTS = 8
 LOCK_SECONDS = 5.0  # an append gives up (the events are lost, and said so) past this
-_SEGMENT = re.compile(r"^([0-9a-f]{8})-([0-9]{12})\.jsonl$")
-_CURSOR = re.compile(r"^([0-9a-f]{8})-([0-9]{12})$")
+_HEX = frozenset("0123456789abcdef")
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -182,9 +185,8 @@ class EventLog:
             return []
         found = []
         for name in names:
-            match = _SEGMENT.match(name)
-            if match:
-                found.append((int(match.group(2)), match.group(1)))
+            if name.endswith(".jsonl") and _is_cursor(name[:-6]):
+                found.append((int(name[9:21]), name[:8]))
         if not found:
             return []
         found.sort()
@@ -224,14 +226,13 @@ class EventLog:
 
     def check(self, after: str) -> tuple[str, int]:
         """(epoch, seq) of a cursor this log can resume after, or CursorInvalid / CursorExpired."""
-        match = _CURSOR.match(after) if isinstance(after, str) else None
-        if match is None:
+        if not isinstance(after, str) or not _is_cursor(after):
             raise CursorInvalid(
                 f"{after!r} is not an event cursor; pass the 'cursor' of an event (or of a result) "
                 "this repository gave, or leave it out to start at the end of the log",
                 {"cursor": after},
             )
-        epoch, seq = match.group(1), int(match.group(2))
+        epoch, seq = after[:8], int(after[9:])
         segments = self._segments()
         oldest = cursor_of(segments[0][0], segments[0][1] - 1) if segments else None
         if not segments or segments[0][0] != epoch:
@@ -339,6 +340,18 @@ def _event_of(line: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(event, dict) or not isinstance(event.get("cursor"), str):
         return None
-    if _CURSOR.match(event["cursor"]) is None:
+    if not _is_cursor(event["cursor"]):
         return None
     return event
+
+
+def _is_cursor(text: str) -> bool:
+    """`<8 lowercase hex digits>-<12 digits>` (a regular expression costs its compile at import:
+    this module is on the signal path)."""
+    return (
+        len(text) == 21
+        and text[8] == "-"
+        and _HEX.issuperset(text[:8])
+        and text[9:].isascii()
+        and text[9:].isdigit()
+    )
