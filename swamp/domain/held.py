@@ -79,10 +79,10 @@ def reserved_schema(run: WorkflowRun, job_name: str, template: str) -> dict[str,
 def closed_error(run: WorkflowRun, job: JobRun, step: StepRun, wait_id: str) -> WaitClosed | None:
     """Why a reserved wait that never opened can no longer take a signal, or None while it still
     can: its run finished, or its step ended without waiting (skipped by a guard or a dependency)."""
-    if run.is_terminal:
-        why = f"its run {run.id} {run.status} before step '{step.name}' opened it"
-    elif step.is_terminal:
+    if step.is_terminal:
         why = f"step '{step.name}' ended {step.status} without waiting ({step.reason or step.status})"
+    elif run.is_terminal:
+        why = f"its run {run.id} {run.status} before step '{step.name}' opened it"
     else:
         return None
     return WaitClosed(
