@@ -87,6 +87,8 @@ class EarlySignals:
                 if receipt is not None and receipt.id == held.signalId:
                     self._applied.append((wait_id, held))  # applied; its file outlived a crash
                     self.outcomes[wait_id] = receipt
+                elif run.status == "running" and step.wait.outcome is None:
+                    continue  # its executor is gone (we hold the claim): a resume settles the run first
                 elif self._apply(run, step, held, now):
                     changed = True
             elif step.reservedWaitId is not None:
