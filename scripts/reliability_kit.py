@@ -906,11 +906,14 @@ def trial_storage(base: Path, fault: str, verb: str) -> Tally:
 EARLY_KILLS = (None, "run", "signal")
 
 
-def early_workflow(root: Path, name: str, pre_sleep: float) -> str:
-    """pre (sleeps a moment) -> review (a wait, its ID reserved) -> after (echoes the payload)."""
+def early_workflow(root: Path, name: str, pre_sleep: float, sibling_sleep: float = 0.0) -> str:
+    """pre (sleeps a moment) -> review (a wait, its ID reserved) and beside it `sibling` (sleeps:
+    the wait is open while the run still executes, so the executor's look at the opening and its
+    last look before letting the claim go are apart) -> after (echoes the payload)."""
     steps = [
         sh_step("pre", f"sleep {pre_sleep:.3f}"),
         wait_step("review", 3600, COUNT_SCHEMA, dependsOn=[dep("pre")]),
+        sh_step("sibling", f"sleep {sibling_sleep:.3f}", dependsOn=[dep("pre")]),
         echo_step("after", {"payload": "${{ steps.review.outputs.payload }}"}, dependsOn=[dep("review")]),
     ]
     return write_workflow(root, name, [job("main", *steps)])
@@ -954,6 +957,7 @@ def early_race(
     *,
     pre_sleep: float,
     signal_delay: float,
+    sibling_sleep: float = 0.0,
     payload: dict[str, Any],
     kill: str | None = None,
     kill_after: float = 0.0,
@@ -965,7 +969,7 @@ def early_race(
     (exit 0) is applied exactly once with its payload unchanged (or, when a retry reset its wait,
     refused in the audit trail), a refused one never, and nothing stays held."""
     tally = Tally(trials=1)
-    wf = early_workflow(root, name, pre_sleep)
+    wf = early_workflow(root, name, pre_sleep, sibling_sleep)
     if in_process:  # the run executes in a thread of this process: no process start either
         import threading
 
@@ -1048,6 +1052,14 @@ def early_race(
             tally.violations.append(
                 f"early {name}: acknowledged signal {signal_id} neither applied nor refused"
             )
+    # Every signal held (a sender killed after holding one included) is applied or refused.
+    for entry in audit:
+        held_id = entry.get("signalId")
+        settled = held_id in receipts or any(e.get("signalId") == held_id and e.get("held") for e in audit)
+        if entry.get("code") == "held" and not settled:
+            tally.lost += 1
+            tally.violations.append(f"early {name}: held signal {held_id} neither applied nor refused")
+    outcome["heldRecorded"] = any(e.get("code") == "held" for e in audit)
     if accepted and max(accepted.values()) > 1:
         tally.violations.append(f"early {name}: a signal was accepted twice: {dict(accepted)}")
     held_dir = root / ".swamp" / "held"
@@ -1091,15 +1103,24 @@ def trial_early(base: Path, rng: random.Random, kill_target: str | None = None) 
     window) when nothing is killed, else as a process (a signal process starts in ~150 ms, so the
     step before the wait sleeps longer) with the run or the signal killed at a random moment."""
     root = fresh(base, "early")
-    pre = rng.choice([0.0, 0.02, 0.05]) if kill_target is None else rng.choice([0.2, 0.35, 0.5])
+    sibling = rng.choice([0.0, 0.03, 0.1])
+    if kill_target is None:
+        pre, delay, kill_after = rng.choice([0.0, 0.02, 0.05]), 0.0, 0.0
+        delay = rng.uniform(0, pre + sibling + 0.05)
+    elif kill_target == "run":  # a signal process takes ~150-400 ms to start here
+        pre, delay, kill_after = rng.choice([0.2, 0.35, 0.5]), 0.0, rng.uniform(0, 0.3)
+        delay = rng.uniform(0, pre * 0.6)
+    else:
+        pre, delay, kill_after = rng.choice([0.6, 0.9]), rng.uniform(0, 0.2), rng.uniform(0.15, 0.8)
     tally, outcome = early_race(
         root,
         "early",
         pre_sleep=pre,
-        signal_delay=rng.uniform(0, pre + 0.05) if kill_target is None else rng.uniform(0, pre * 0.6),
+        sibling_sleep=sibling,
+        signal_delay=delay,
         payload={"n": rng.randrange(1 << 20), "by": "early"},
         kill=kill_target,
-        kill_after=rng.uniform(0, 0.3) if kill_target == "run" else rng.uniform(0.1, 0.4),
+        kill_after=kill_after,
         in_process=kill_target is None,
     )
     tally.notes.append(f"early kill={kill_target}: {outcome}")
