@@ -91,6 +91,10 @@ def workflow_signal(
     wait by its run and step with --run and --step. With --resume the run continues in this
     command once nothing else is open (exit codes then as for resume).
 
+    A wait's ID is reserved before its step runs (earlier steps read it as
+    ${{ steps.<step>.waitId }}); a signal sent before the step opens the wait is checked, held,
+    and applied when it opens (see it with: swamp workflow waits --reserved).
+
     At a terminal, without --payload or --payload-file, it asks for the message from the wait's
     schema, shows it, and sends it only once you confirm.
 
