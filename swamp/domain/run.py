@@ -846,6 +846,21 @@ class WorkflowRun:
         self, now: dt.datetime, wait_id: str, user: str, reason: str | None
     ) -> tuple[JobRun, StepRun]:
         """Reject a signal wait like a gate: the step fails (reason rejected), then its job and the run."""
+        reserved = self.find_reserved(wait_id)
+        if reserved is not None:
+            raise WaitNotFound(
+                f"Wait {wait_id} is reserved, but step '{reserved[1].name}' has not opened it "
+                f"({reserved[1].status}); reject it once it is open, or cancel the run: "
+                f"swamp workflow cancel {self.workflowName} --run {self.id}",
+                {
+                    "waitId": wait_id,
+                    "runId": self.id,
+                    "job": reserved[0].name,
+                    "step": reserved[1].name,
+                    "reason": "no_wait",
+                    "stepStatus": reserved[1].status,
+                },
+            )
         job, step = self.find_wait(wait_id)
         assert step.wait is not None
         if step.status != "waiting" or step.wait.outcome is not None:
