@@ -106,3 +106,58 @@ def test_a_held_signal_the_record_already_took_is_removed_not_applied_again(shar
     assert store.read(wait_id) is None
     audit = shared_repo.handle("workflow.history.get", {"run": doc["id"]})["audit"]
     assert [(e["code"], e.get("held")) for e in audit] == [("held", None), ("accepted", True)]
+
+
+def test_a_signal_held_after_its_wait_opened_is_applied_before_the_run_lets_go(shared_repo, monkeypatch):
+    """The executor looked for a held signal when the wait opened and found none; the signal is held
+    while a sibling step still runs (the record does not show the wait open yet). Before the run
+    lets its claim go it looks again, applies it, and goes on as a resume would (WAIT-075)."""
+    from helpers import sh
+
+    from swamp.store.journal import RunJournal
+
+    at(monkeypatch)
+    name = f"late-{uuid.uuid4().hex[:8]}"
+    release = shared_repo.root / f"release-{name}"
+    pre = sh("pre", "true")
+    review = wait_step("review", dependsOn=[{"step": "pre", "condition": {"type": "succeeded"}}])
+    sibling = sh(
+        "sibling",
+        f"while [ ! -f {release} ]; do sleep 0.01; done",
+        dependsOn=[{"step": "pre", "condition": {"type": "succeeded"}}],
+    )
+    after = sh("after", "true", dependsOn=[{"step": "review", "condition": {"type": "succeeded"}}])
+    shared_repo.write_workflow(name, [job("main", pre, review, sibling, after)])
+    finished: list[dict] = []
+    runner = threading.Thread(target=lambda: finished.append(shared_repo.run(name)))
+    runner.start()
+    try:
+        app = App.open(str(shared_repo.root))
+        journal = RunJournal(app.layout)
+        run_id = wait_id = None
+        for _ in range(3000):  # until the wait has opened (its step_waiting event is in the journal)
+            for path in app.runs.record_paths():
+                doc = json.loads(path.read_text())
+                if doc["workflowName"] == name:
+                    run_id = doc["id"]
+                    wait_id = _reserved(doc)
+            if run_id and any(e["event"] == "step_waiting" for _, e in journal.read(run_id)):
+                break
+            threading.Event().wait(0.01)
+        assert run_id and wait_id
+        answer = signal(shared_repo, wait_id, {"v": 7})
+        assert answer["held"] is True  # the record as saved does not show the wait open yet
+    finally:
+        release.write_text("go")
+        runner.join(60)
+    doc = finished[0]
+    assert doc["status"] == "succeeded"
+    steps = {s["name"]: s for s in doc["jobs"][0]["steps"]}
+    assert steps["review"]["outputs"]["payload"] == {"v": 7}
+    assert steps["review"]["outputs"]["signal"]["id"] == answer["signal"]["id"]
+    assert steps["after"]["status"] == "succeeded"
+    events = [e["event"] for _, e in journal.read(run_id)]
+    assert events.count("run_suspended") == 1 and events.count("run_resumed") == 1
+    audit = shared_repo.handle("workflow.history.get", {"run": run_id})["audit"]
+    assert [(e["code"], e.get("held")) for e in audit] == [("held", None), ("accepted", True)]
+    assert HeldStore(app.layout).read(wait_id) is None

@@ -212,9 +212,11 @@ class WorkflowExecutor:
         with self.lock:
             self.run.suspend()
         self._save()
+        waiting = [{"job": j.name, "step": s.name, "status": s.status} for j, s in self.run.waiting_steps()]
+        self._emit("run_suspended", runId=self.run.id, waiting=waiting)
         if self._sweep_held():
-            # A signal held as the wait opened was applied after all: go on as a resume would,
-            # when nothing else is open.
+            # A signal held after its wait opened (the executor had looked already) was applied
+            # before the claim goes: go on as a resume would, when nothing else is open.
             now = self.services.clock.now()
             with self.lock:
                 idle = not self.run.open_waits(now) and not self.run.open_gates(now)
@@ -224,8 +226,6 @@ class WorkflowExecutor:
             if idle:
                 self._save()
                 return self._execute(resumed=True)
-        waiting = [{"job": j.name, "step": s.name, "status": s.status} for j, s in self.run.waiting_steps()]
-        self._emit("run_suspended", runId=self.run.id, waiting=waiting)
         return self.run
 
     # -- jobs ----------------------------------------------------------------------------------
