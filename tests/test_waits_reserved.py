@@ -161,3 +161,30 @@ def test_a_signal_held_after_its_wait_opened_is_applied_before_the_run_lets_go(s
     audit = shared_repo.handle("workflow.history.get", {"run": run_id})["audit"]
     assert [(e["code"], e.get("held")) for e in audit] == [("held", None), ("accepted", True)]
     assert HeldStore(app.layout).read(wait_id) is None
+
+
+def test_a_held_signal_applied_as_its_wait_opens_is_published_opened_then_settled(shared_repo, monkeypatch):
+    """One save of the run publishes the wait's `wait_opened` and then its `wait_settled` with the
+    held signal's receipt (domain/changes.py), so observers never see an open wait that was not."""
+    from swamp.app import publish as publish_module
+    from swamp.domain.changes import run_changes
+
+    seen: list[dict] = []
+    monkeypatch.setattr(
+        publish_module,
+        "publish",
+        lambda app, before, run: seen.extend(run_changes(before, run, app.clock.now())),
+    )
+    at(monkeypatch)
+    name = f"published-{uuid.uuid4().hex[:8]}"
+    doc = _gated(shared_repo, name)
+    wait_id = _reserved(doc)
+    held = signal(shared_repo, wait_id, {"v": 2})
+    seen.clear()
+    shared_repo.handle(
+        "workflow.approve", {"workflow": name, "step": "gate", "run": doc["id"], "resume": True}
+    )
+    mine = [e for e in seen if e.get("waitId") == wait_id]
+    assert [e["event"] for e in mine] == ["wait_opened", "wait_settled"]
+    assert mine[1]["outcome"] == "received" and mine[1]["signalId"] == held["signal"]["id"]
+    assert mine[1]["receipt"]["heldAt"] == held["signal"]["receivedAt"]
