@@ -94,10 +94,10 @@ class EarlySignals:
             elif step.reservedWaitId is not None:
                 closed = closed_error(run, job, step, step.reservedWaitId)
                 if closed is not None and self.store.exists(step.reservedWaitId):
-                    self._refuse(run, step.reservedWaitId, closed)
+                    self.refuse(run, step.reservedWaitId, closed)
         for wait_id in run.retiredWaitIds:
             if self.store.exists(wait_id):
-                self._refuse(
+                self.refuse(
                     run,
                     wait_id,
                     WaitNotFound(
@@ -112,13 +112,13 @@ class EarlySignals:
         try:
             receipt = apply_held(now, step, held, self.app.validation.problems)
         except SwampError as exc:
-            self._refuse(run, step.wait.waitId, exc, held)
+            self.refuse(run, step.wait.waitId, exc, held)
             return False
         self._applied.append((step.wait.waitId, held))
         self.outcomes[step.wait.waitId] = receipt
         return True
 
-    def _refuse(
+    def refuse(
         self, run: WorkflowRun, wait_id: str, error: SwampError, held: HeldSignal | None = None
     ) -> None:
         held = held or self.store.read(wait_id)
@@ -223,7 +223,7 @@ def hold(
         closed = closed_error(again, *reserved, wait_id)
         if closed is not None:  # the run finished (or skipped the step) as it was held
             early = EarlySignals(app)
-            early._refuse(again, wait_id, closed, held)
+            early.refuse(again, wait_id, closed, held)
             raise closed
         return _held_result(again, reserved[0], reserved[1], held)
     try:
