@@ -449,12 +449,13 @@ class WorkflowExecutor:
             )
         elif isinstance(outcome, Suspended):
             self._emit("step_waiting", job=job.name, step=step_run.name, **details)
-            if taken_early:
+            if taken_early and step_run.wait is not None and step_run.wait.receipt is not None:
                 self._emit(
                     "step_succeeded",
                     job=job.name,
                     step=step_run.name,
                     durationMs=step_run.durationMs,
+                    heldSignal=step_run.wait.receipt.id,
                 )
 
 
