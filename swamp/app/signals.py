@@ -259,8 +259,8 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
         doc["payload"] = (step.outputs or {}).get("payload") if isinstance(step.outputs, dict) else None
     if wait.receipt is not None and wait.receipt.heldAt is not None:
         doc["heldAt"] = wait.receipt.heldAt  # the signal was sent early and held (WAIT-072)
-    if doc["status"] == "open" and os.path.lexists(f"{app.layout.datastore}/held/{wait_id}.json"):
-        from .held import held_fields
+    if wait.receipt is None or wait.receipt.heldAt is None:
+        from .held import held_fields  # one held now, or the last one refused (WAIT-073, WAIT-074)
 
         doc.update(held_fields(app, run, wait_id))
     if doc["status"] == "open":
