@@ -159,6 +159,8 @@ class WorkflowExecutor:
             self.run.interrupt(now, why)
             with contextlib.suppress(Exception):  # the first error is the one to report
                 self.services.save(self.run)
+                if self.services.early is not None:  # early signals of waits it never opened
+                    self.services.early.sweep(self.run, now)
 
     def _stop_reason(self) -> str | None:
         if self._interruption is not None:
