@@ -1034,4 +1034,228 @@ def trial_serve_kill_subscription(base: Path, rng: random.Random, runs: int = 4)
             tally.violations.append(f"log of run {doc['id'][:8]} does not match its record")
     counts = f"streamed {len(streamed)} events ({len(got_first)} before the kill)"
     tally.notes.append(f"{counts}; the log has {len(expected)}")
+
+# -- trials: early signals racing the step that opens their wait (WAIT-075) -------------------------
+
+EARLY_KILLS = (None, "run", "signal")
+
+
+def early_workflow(root: Path, name: str, pre_sleep: float, sibling_sleep: float = 0.0) -> str:
+    """pre (sleeps a moment) -> review (a wait, its ID reserved) and beside it `sibling` (sleeps:
+    the wait is open while the run still executes, so the executor's look at the opening and its
+    last look before letting the claim go are apart) -> after (echoes the payload)."""
+    steps = [
+        sh_step("pre", f"sleep {pre_sleep:.3f}"),
+        wait_step("review", 3600, COUNT_SCHEMA, dependsOn=[dep("pre")]),
+        sh_step("sibling", f"sleep {sibling_sleep:.3f}", dependsOn=[dep("pre")]),
+        echo_step("after", {"payload": "${{ steps.review.outputs.payload }}"}, dependsOn=[dep("review")]),
+    ]
+    return write_workflow(root, name, [job("main", *steps)])
+
+
+def _reserved_id(
+    root: Path, workflow: str, proc: subprocess.Popen[bytes], timeout: float = 30
+) -> tuple[str, str] | None:
+    """(runId, the review step's reserved wait ID) as soon as the run's first record is saved."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in record_files(root):
+            try:
+                doc = load_record(path)
+            except Exception:
+                continue
+            if doc.get("workflowName") != workflow:
+                continue
+            reserved = step_named(doc, "review").get("reservedWaitId")
+            if reserved:
+                return doc["id"], reserved
+        if proc.poll() is not None and not record_files(root):
+            return None
+        time.sleep(0.002)
+    return None
+
+
+class _ThreadProc:
+    """A run executing in a thread, seen as a process by _reserved_id."""
+
+    def __init__(self, thread: Any):
+        self.thread = thread
+
+    def poll(self) -> int | None:
+        return None if self.thread.is_alive() else 0
+
+
+def early_race(
+    root: Path,
+    name: str,
+    *,
+    pre_sleep: float,
+    signal_delay: float,
+    sibling_sleep: float = 0.0,
+    payload: dict[str, Any],
+    kill: str | None = None,
+    kill_after: float = 0.0,
+    in_process: bool = False,
+) -> tuple[Tally, dict[str, Any]]:
+    """Start a run whose wait is reserved, send an early signal to it `signal_delay` seconds after
+    the run's first save (before, while or after the step opens), optionally SIGKILL the run or the
+    signal `kill_after` seconds later, carry the run to its end, and check: a signal acknowledged
+    (exit 0) is applied exactly once with its payload unchanged (or, when a retry reset its wait,
+    refused in the audit trail), a refused one never, and nothing stays held."""
+    tally = Tally(trials=1)
+    wf = early_workflow(root, name, pre_sleep, sibling_sleep)
+    if in_process:  # the run executes in a thread of this process: no process start either
+        import threading
+
+        ran: list[Any] = []
+        runner = threading.Thread(target=lambda: ran.append(attempt(root, "workflow.run", {"workflow": wf})))
+        runner.start()
+        run_proc: Any = _ThreadProc(runner)
+    else:
+        run_proc = spawn(root, "workflow", "run", wf, "--json", now=at(0))
+    found = _reserved_id(root, wf, run_proc)
+    if found is None:
+        tally.violations.append(f"early {name}: the run never recorded its reservation")
+        if not in_process:
+            kill(run_proc)
+        return tally, {}
+    run_id, wait_id = found
+    time.sleep(signal_delay)
+    results: dict[str, Result] = {}
+    answer: Any = None
+    if in_process:  # no process start: the signal lands anywhere in the window, to the millisecond
+        answer = attempt(root, "workflow.signal", {"waitId": wait_id, "payload": payload, "claimTimeout": 30})
+        _count(tally, answer)
+    else:
+        args = ["workflow", "signal", wait_id, "--payload", json.dumps(payload), "--json"]
+        sig_proc = spawn(root, *args, now=at(1), env={"SWAMP_CLAIM_TIMEOUT": "30"})
+        if kill is not None:
+            time.sleep(kill_after)
+            globals()["kill"](run_proc if kill == "run" else sig_proc)
+        if sig_proc.returncode is None:
+            results["signal"] = finish(sig_proc)
+            tally.saw(results["signal"])
+            answer = results["signal"].json if results["signal"].code == 0 else None
+    if in_process:
+        runner.join(120)
+        _count(tally, ran[0] if ran else {"error": {"code": "run did not finish"}})
+    elif run_proc.returncode is None:
+        results["run"] = finish(run_proc)
+        tally.saw(results["run"])
+    acknowledged = isinstance(answer, dict) and "error" not in answer and "signal" in answer
+    signal_id = answer["signal"]["id"] if acknowledged else None
+    _carry_early(root, wf, run_id, wait_id, tally)
+    tally.inspect(root)
+    doc = the_run(root, run_id)
+    audit = _audit(root, doc)
+    receipts = {
+        s["wait"]["receipt"]["id"]: s
+        for s in steps_of(doc)
+        if (s.get("wait") or {}).get("receipt") is not None
+    }
+    accepted = Counter(e.get("signalId") for e in audit if e.get("code") == "accepted")
+    outcome = {
+        "acknowledged": acknowledged,
+        "held": bool(acknowledged and answer.get("held")),
+    }
+    if signal_id is not None:
+        refused_held = [
+            e
+            for e in audit
+            if e.get("signalId") == signal_id and e.get("held") and e.get("code") != "accepted"
+        ]
+        if signal_id in receipts:
+            after = (step_named(doc, "after").get("outputs") or {}).get("args", {}).get("payload")
+            if step_named(doc, "review")["outputs"]["payload"] != payload or (
+                doc["status"] == "succeeded" and after != payload
+            ):
+                tally.violations.append(f"early {name}: payload changed: {after!r} != {payload!r}")
+            if refused_held:
+                tally.violations.append(
+                    f"early {name}: signal {signal_id} applied, then refused: {refused_held}"
+                )
+            if accepted[signal_id] != 1:
+                tally.violations.append(
+                    f"early {name}: signal {signal_id} accepted {accepted[signal_id]} times"
+                )
+            outcome["applied"] = True
+        elif refused_held and wait_id in doc.get("retiredWaitIds", []):
+            outcome["refusedAfterReset"] = True
+        else:
+            tally.lost += 1
+            tally.violations.append(
+                f"early {name}: acknowledged signal {signal_id} neither applied nor refused"
+            )
+    # Every signal held (a sender killed after holding one included) is applied or refused.
+    for entry in audit:
+        held_id = entry.get("signalId")
+        settled = held_id in receipts or any(e.get("signalId") == held_id and e.get("held") for e in audit)
+        if entry.get("code") == "held" and not settled:
+            tally.lost += 1
+            tally.violations.append(f"early {name}: held signal {held_id} neither applied nor refused")
+    outcome["heldRecorded"] = any(e.get("code") == "held" for e in audit)
+    if accepted and max(accepted.values()) > 1:
+        tally.violations.append(f"early {name}: a signal was accepted twice: {dict(accepted)}")
+    held_dir = root / ".swamp" / "held"
+    leftover = [p.name for p in held_dir.iterdir() if not p.name.startswith(".")] if held_dir.is_dir() else []
+    if leftover and doc["status"] in TERMINAL:
+        tally.violations.append(f"early {name}: held signals left after the run finished: {leftover}")
+    return tally, outcome
+
+
+def _carry_early(root: Path, wf: str, run_id: str, wait_id: str, tally: Tally) -> None:
+    """Take the run to its end: answer what is open (no early signal came through), resume, and
+    retry a run whose process was killed from its first step."""
+    for round_no in range(6):
+        now = at(10 + round_no)
+        doc = the_run(root, run_id)
+        if doc["status"] in TERMINAL:
+            if doc["status"] == "failed" and round_no < 5 and doc.get("interruption"):
+                answer = attempt(
+                    root, "workflow.resume", {"workflow": wf, "run": run_id, "from": "pre"}, now=now
+                )
+                _count(tally, answer)
+                continue
+            return
+        if doc["status"] == "suspended":
+            review = step_named(doc, "review")
+            if review["status"] == "waiting":
+                answer = attempt(
+                    root,
+                    "workflow.signal",
+                    {"waitId": review["wait"]["waitId"], "payload": {"n": -1}},
+                    now=now,
+                )
+                _count(tally, answer)
+        answer = attempt(root, "workflow.resume", {"workflow": wf, "run": run_id, "claimTimeout": 5}, now=now)
+        _count(tally, answer)
+    tally.violations.append(f"early: run {run_id[:8]} did not finish: {the_run(root, run_id)['status']}")
+
+
+def trial_early(base: Path, rng: random.Random, kill_target: str | None = None) -> Tally:
+    """One early signal racing the step that opens its wait: sent in process (any moment of the
+    window) when nothing is killed, else as a process (a signal process starts in ~150 ms, so the
+    step before the wait sleeps longer) with the run or the signal killed at a random moment."""
+    root = fresh(base, "early")
+    sibling = rng.choice([0.0, 0.03, 0.1])
+    if kill_target is None:
+        pre, delay, kill_after = rng.choice([0.0, 0.02, 0.05]), 0.0, 0.0
+        delay = rng.uniform(0, pre + sibling + 0.05)
+    elif kill_target == "run":  # a signal process takes ~150-400 ms to start here
+        pre, delay, kill_after = rng.choice([0.2, 0.35, 0.5]), 0.0, rng.uniform(0, 0.3)
+        delay = rng.uniform(0, pre * 0.6)
+    else:
+        pre, delay, kill_after = rng.choice([0.6, 0.9]), rng.uniform(0, 0.2), rng.uniform(0.15, 0.8)
+    tally, outcome = early_race(
+        root,
+        "early",
+        pre_sleep=pre,
+        sibling_sleep=sibling,
+        signal_delay=delay,
+        payload={"n": rng.randrange(1 << 20), "by": "early"},
+        kill=kill_target,
+        kill_after=kill_after,
+        in_process=kill_target is None,
+    )
+    tally.notes.append(f"early kill={kill_target}: {outcome}")
     return tally

@@ -6,6 +6,10 @@ and reject, runs started at once in a fresh repository, SIGKILL of signal / resu
 moments, a `swamp serve` killed with SIGKILL mid-subscription (the client reconnects after its
 last cursor: nothing lost or twice), failing writes (ENOSPC, EROFS, EACCES), the bad-input corpus,
 and the property tests under
+
+and reject, early signals racing the step that opens their wait (the run or the signal killed),
+runs started at once in a fresh repository, SIGKILL of signal / resume / run at random
+moments, failing writes (ENOSPC, EROFS, EACCES), the bad-input corpus, and the property tests under
 a longer hypothesis profile. Prints the summary (trials, accepted, refused by code, lost updates,
 torn records, leftover claims, tracebacks) and exits 1 when anything was lost, torn, left held,
 broken, or answered with a traceback outside the corpus cases that document known bugs.
@@ -32,6 +36,9 @@ import reliability_corpus as corpus  # noqa: E402
 import reliability_kit as kit  # noqa: E402
 
 SUBSCRIPTION_KILLS = {"quick": 2, "default": 8, "deep": 20}  # serve killed mid-subscription
+
+# Early signals racing the step that opens their wait, per kind of kill (none, the run, the signal).
+EARLY = {"quick": 3, "default": 15, "deep": 30}
 PLANS = {
     # name: (kills per target, one-wait storms, forEach storms, races per kind, fresh-repo runs, storage)
     "quick": (4, 2, 1, 1, 1, False),
@@ -70,6 +77,12 @@ def main() -> int:
         trial("forEach", fans, lambda: kit.trial_foreach(base, rng.randrange(3, 10), rng))
         for kind in kit.RACES:
             trial(f"race-{kind}", races, lambda kind=kind: kit.trial_race(base, kind, rng))
+        for target in kit.EARLY_KILLS:
+            trial(
+                f"early-signal-{'kill-' + target if target else 'race'}",
+                EARLY[plan_name],
+                lambda t=target: kit.trial_early(base, rng, t),
+            )
         trial("fresh-repo-runs", fresh_runs, lambda: kit.trial_fresh_runs(base, rng.randrange(3, 7), rng))
         trial(
             "serve-kill-subscription",
@@ -156,8 +169,10 @@ def run_attacks(base: Path) -> list[dict[str, Any]]:
         except Exception as exc:
             found = [{"attack": "(module)", "held": False, "detail": f"{type(exc).__name__}: {exc}"}]
         results += [{"area": area, **r} for r in found]
-        progress(f"attacks {area}: {sum(r['held'] for r in found)}/{len(found)} held "
-                 f"in {time.monotonic() - began:.1f}s")
+        progress(
+            f"attacks {area}: {sum(r['held'] for r in found)}/{len(found)} held "
+            f"in {time.monotonic() - began:.1f}s"
+        )
     return results
 
 

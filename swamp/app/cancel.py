@@ -27,4 +27,8 @@ def cancel(
         fresh.cancel(app.clock.now(), reason or default_reason)
 
     saved, _ = change_run(app, run, apply, purpose="cancel", claim_timeout=claim_timeout)
+    if saved.reserved_waits():  # early signals held for waits it never opened are refused
+        from .held import settle_after
+
+        settle_after(app, saved)
     return run_document(app, saved)

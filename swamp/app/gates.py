@@ -50,6 +50,7 @@ def decide(
         saved, decision = change_run(
             app, run, apply, purpose="approve" if approved else "reject", claim_timeout=claim_timeout
         )
+    _refuse_held(app, saved)
     remaining = [s.name for _, s in saved.open_gates(app.clock.now())]
     doc: dict[str, Any] = {
         "runId": saved.id,
@@ -94,6 +95,7 @@ def reject_wait(
         return {"jobName": job_run.name, "stepName": step_run.name}
 
     saved, where = change_run(app, run, apply, purpose="reject", claim_timeout=claim_timeout)
+    _refuse_held(app, saved)
     doc = {
         "runId": saved.id,
         "workflowName": saved.workflowName,
@@ -133,3 +135,11 @@ def list_approvals(app: App, workflow_ref: str | None = None) -> dict[str, Any]:
             )
     gates.sort(key=lambda g: (g["suspendedAt"], g["runId"], g["stepName"]))
     return {"approvals": gates}
+
+
+def _refuse_held(app: App, run: WorkflowRun) -> None:
+    """A run that finished here refuses the early signals held for waits it never opened."""
+    if run.is_terminal and run.reserved_waits():
+        from .held import settle_after
+
+        settle_after(app, run)

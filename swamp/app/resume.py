@@ -79,6 +79,9 @@ def resume(
                     ) from None
                 raise
         else:
+            from .held import settle_claimed  # a signal held as its wait opened is applied first
+
+            settle_claimed(app, run)
             expired = prepare_continue(app, run)
         _execute(app, run, workflow, merged, expired, sorted((inputs or {}).keys()), emit)
     return _with_changes(run_document(app, run), changes)

@@ -42,6 +42,14 @@ def run_workflow(
         now=app.clock.now(),
         definition=workflow.model_dump(mode="json", by_alias=True, exclude_none=True),
     )
+    run.reserve_waits(
+        {
+            (job.name, step.name)
+            for job in workflow.jobs
+            for step in job.steps
+            if step.task.type == "wait_for_signal" and step.forEach is None
+        }
+    )
     superseded = supersede(app, workflow, run)
     with RunClaim(app.layout, run.id, purpose="run"):
         WorkflowExecutor(workflow, run, engine_services(app, emit, run.id)).execute()
@@ -58,6 +66,8 @@ def workflow_of(run: WorkflowRun) -> Workflow:
 def engine_services(app: App, emit: Emit | None, run_id: str) -> EngineServices:
     """What the engine needs to execute run `run_id`, under its claim. Every event it emits goes
     to the run's journal (store/journal.py, for `workflow watch`) and then to `emit`."""
+    from .held import EarlySignals
+
     hooks = HOSTED_RUNS.get()
     extra: dict[str, Any] = {}
     if hooks is not None:
@@ -72,6 +82,7 @@ def engine_services(app: App, emit: Emit | None, run_id: str) -> EngineServices:
         user=app.user,
         emit=journaled(app, run_id, emit),
         max_concurrency=app.host_concurrency(),
+        early=EarlySignals(app),
         **extra,
     )
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 from collections.abc import Callable
 from typing import Any
 
 from ..domain.errors import RunNotFound, SwampError
-from ..domain.run import WorkflowRun, iso
-from ..domain.waits import SignalWait, WaitNotFound, check_wait_id, example_value
+from ..domain.run import JobRun, StepRun, WorkflowRun, iso
+from ..domain.waits import SignalReceipt, SignalWait, WaitNotFound, check_wait_id, example_value
 from ..store.claim import RunClaim
 from .context import App
 
@@ -65,6 +66,24 @@ def signal(
     user, on_behalf_of = app.user, app.on_behalf_of
     found = _read_unclaimed(app, wait_id)
     now = app.clock.now()
+    reserved = found.find_reserved(wait_id)
+    if reserved is not None:  # its step has not opened the wait: the signal is held (held.py)
+        from .held import hold
+
+        def note(run: WorkflowRun, code: str, signal_id: str | None) -> None:
+            app.runs.append_audit(run, _audit(app.clock.now(), user, on_behalf_of, wait_id, code, signal_id))
+
+        return hold(
+            app,
+            found,
+            *reserved,
+            wait_id,
+            read_payload,
+            check_only=check_only,
+            claim_timeout=claim_timeout,
+            audit=note,
+            accepted=lambda run, wid: _accepted(run, wid, app.clock.now()),
+        )
     try:
         job, step, payload, _ = found.signal(
             now, wait_id, read_payload, user, app.validation.problems, record=False
@@ -92,6 +111,10 @@ def signal(
             run = app.runs.load(found.workflowId, found.id)
         except RunNotFound:
             raise _unknown(wait_id) from None
+        if os.path.lexists(f"{app.layout.datastore}/held/{wait_id}.json"):
+            from .held import settle_claimed  # an early signal held for this wait comes first
+
+            settle_claimed(app, run)
         now = app.clock.now()
         try:
             job, step, payload, receipt = run.signal(
@@ -108,8 +131,29 @@ def signal(
 
             outcome = continue_if_nothing_open(app, run, emit)
     assert receipt is not None
+    doc = _accepted(run, wait_id, now, job, step, payload, receipt)
+    if resume:
+        add_outcome(doc, run, outcome)
+    return doc
+
+
+def _accepted(
+    run: WorkflowRun,
+    wait_id: str,
+    now: dt.datetime,
+    job: JobRun | None = None,
+    step: StepRun | None = None,
+    payload: Any = None,
+    receipt: SignalReceipt | None = None,
+) -> dict[str, Any]:
+    """The result of a signal the wait took (WAIT-027)."""
+    if job is None or step is None or receipt is None:
+        job, step = run.find_wait(wait_id)
+        assert step.wait is not None and step.wait.receipt is not None
+        receipt = step.wait.receipt
+        payload = step.outputs.get("payload") if isinstance(step.outputs, dict) else None
     still_open = [s.wait.waitId for _, s in run.open_waits(now) if s.wait is not None]
-    doc: dict[str, Any] = {
+    return {
         "waitId": wait_id,
         "runId": run.id,
         "workflowName": run.workflowName,
@@ -123,9 +167,6 @@ def signal(
         if not still_open
         else [f"swamp workflow signal {w} --payload '<json>'" for w in still_open],
     }
-    if resume:
-        add_outcome(doc, run, outcome)
-    return doc
 
 
 def _audit(
@@ -171,6 +212,7 @@ def list_waits(
     *,
     expiring_within: float | None = None,
     include_expired: bool = False,
+    reserved: bool = False,
 ) -> dict[str, Any]:
     from .access import suspended_runs, workflow_id_for
 
@@ -187,11 +229,20 @@ def list_waits(
                 continue
             waits.append(entry)
     waits.sort(key=lambda w: (w["deadline"], w["waitId"]))
-    return {"waits": waits}
+    if not reserved:
+        return {"waits": waits}
+    from .held import reserved_entries
+
+    return {"waits": waits, "reserved": reserved_entries(app, workflow_id)}
 
 
 def show_wait(app: App, wait_id: str) -> dict[str, Any]:
     run = _locate(app, wait_id)
+    reserved = run.find_reserved(wait_id)
+    if reserved is not None:
+        from .held import show_reserved
+
+        return show_reserved(app, run, *reserved, wait_id)
     job, step = run.find_wait(wait_id)
     wait = step.wait
     assert wait is not None
@@ -211,6 +262,12 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
     if wait.receipt is not None:
         doc["receipt"] = wait.receipt.as_signal()
         doc["payload"] = (step.outputs or {}).get("payload") if isinstance(step.outputs, dict) else None
+    if wait.receipt is not None and wait.receipt.heldAt is not None:
+        doc["heldAt"] = wait.receipt.heldAt  # the signal was sent early and held (WAIT-072)
+    if wait.receipt is None or wait.receipt.heldAt is None:
+        from .held import held_fields  # one held now, or the last one refused (WAIT-073, WAIT-074)
+
+        doc.update(held_fields(app, run, wait_id))
     if doc["status"] == "open":
         example = example_value(wait.schema)
         if not app.validation.problems(example, wait.schema):

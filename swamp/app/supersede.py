@@ -1,12 +1,14 @@
 """Supersede: a new run cancels the suspended runs of its workflow that have the same inputs.
 
 A run that cannot be claimed right now is left alone and reported as skipped (reason `busy`), and
-so is a run that waits for a signal (`wait_open`) or holds one that no resume has acted on yet
-(`signal_delivered`): a delivered message is never dropped.
+so is a run that waits for a signal (`wait_open`), holds one that no resume has acted on yet
+(`signal_delivered`) or holds an early signal for a step it has not reached (`signal_held`): a
+delivered message is never dropped.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..domain.definition import Workflow
@@ -57,6 +59,14 @@ def keep_reason(run: WorkflowRun, app: App) -> dict[str, Any] | None:
     waits = [s.wait.waitId for _, s in run.unsettled_waits() if s.wait is not None]
     if waits:
         return {"reason": "wait_open", "waitIds": waits}
+    held = [
+        s.reservedWaitId
+        for _, s in run.reserved_waits()
+        if s.reservedWaitId is not None
+        and os.path.lexists(f"{app.layout.datastore}/held/{s.reservedWaitId}.json")
+    ]
+    if held:  # an early signal was answered as held: it is applied when its step opens (WAIT-077)
+        return {"reason": "signal_held", "waitIds": held}
     if not any(s.wait is not None and s.wait.outcome == "received" for _, s in run.steps()):
         return None  # nothing delivered: no need to read the definition
     from .run import workflow_of  # run.py imports this module

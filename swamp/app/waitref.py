@@ -77,7 +77,7 @@ def _by_step(app: App, run_ref: str, step: str, job: str | None) -> str:
             )
     if not holding:
         job_run, step_run = matches[0]
-        raise _no_wait(run, job_run.name, step_run.name, step_run.status)
+        raise _no_wait(run, job_run.name, step_run.name, step_run.status, step_run.reservedWaitId)
     wait = holding[0][1].wait
     assert wait is not None
     return wait.waitId
@@ -108,8 +108,15 @@ def _no_such_step(run: WorkflowRun, step: str, job: str | None) -> WaitNotFound:
     )
 
 
-def _no_wait(run: WorkflowRun, job: str, step: str, status: str) -> WaitNotFound:
-    if status == "pending":
+def _no_wait(
+    run: WorkflowRun, job: str, step: str, status: str, reserved: str | None = None
+) -> WaitNotFound:
+    if status == "pending" and reserved is not None:
+        why = (
+            f"the run has not reached it (pending); its wait ID is reserved: {reserved}, and a signal "
+            "sent to that ID now is held until the step opens"
+        )
+    elif status == "pending":
         why = "the run has not reached it (pending)"
     elif status == "waiting_approval":
         why = (

@@ -115,6 +115,8 @@ class RunProgress:
                 lines.append(f"{style(job, 'blue')} │   {step} │ {style(text, dim=True)}")
         elif kind == "step_succeeded":
             took = duration(event.get("durationMs"))
+            if event.get("heldSignal"):
+                took = f"took early signal {event['heldSignal']}, held before the wait opened"
             lines.append(f"{style(job, 'blue')} │ {style('✓', 'green')} {step} {took}".rstrip())
         elif kind == "step_failed":
             allowed = " (failure allowed)" if event.get("allowedFailure") else ""

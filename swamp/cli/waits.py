@@ -91,6 +91,10 @@ def workflow_signal(
     wait by its run and step with --run and --step. With --resume the run continues in this
     command once nothing else is open (exit codes then as for resume).
 
+    A wait's ID is reserved before its step runs (earlier steps read it as
+    ${{ steps.<step>.waitId }}); a signal sent before the step opens the wait is checked, held,
+    and applied when it opens (see it with: swamp workflow waits --reserved).
+
     At a terminal, without --payload or --payload-file, it asks for the message from the wait's
     schema, shows it, and sends it only once you confirm.
 
@@ -140,6 +144,15 @@ def workflow_signal(
             run_outcome(data["run"])
             return
         sig = data["signal"]
+        if data.get("held"):
+            out(
+                f"{style('Signal held', 'green')}: {sig['id']} for wait {data['waitId']}: step "
+                f"{data['jobName']}.{data['stepName']} of {data['workflowName']} (run {data['runId']}) has "
+                "not opened it yet; it is applied when the step opens"
+            )
+            for command in data.get("next", []):
+                out(f"  See it: {command}")
+            return
         out(
             f"{style('Signal accepted', 'green')}: {sig['id']} for wait {data['waitId']} "
             f"(step {data['jobName']}.{data['stepName']} of {data['workflowName']}, run {data['runId']})"
@@ -218,6 +231,11 @@ def _prompted(ctx: click.Context, address: dict[str, Any], repo_dir: str | None)
     help="Only waits whose deadline is within DURATION (30m, 2h, 1d).",
 )
 @click.option("--all", "show_all", is_flag=True, help="Also show expired waits, marked expired.")
+@click.option(
+    "--reserved",
+    is_flag=True,
+    help="Also list reserved waits (steps not reached yet) and whether each holds an early signal.",
+)
 @wide_option
 @output_options
 @click.pass_context
@@ -226,6 +244,7 @@ def workflow_waits(
     workflow_name: str | None,
     expiring_within: str | None,
     show_all: bool,
+    reserved: bool,
     wide: bool,
     as_json: bool,
     repo_dir: str | None,
@@ -241,11 +260,35 @@ def workflow_waits(
       swamp workflow waits
       swamp workflow waits --wide
       swamp workflow waits --workflow release --expiring-within 2h --json
+      swamp workflow waits --reserved
     """
     from .render import time_left
     from .tables import table
 
     def render(data: dict[str, Any]) -> None:
+        _render_open(data)
+        if "reserved" in data:
+            if not data["reserved"]:
+                out("No reserved waits.")
+                return
+            table(
+                [
+                    [
+                        r["waitId"],
+                        r["workflowName"],
+                        r["runId"],
+                        f"{r['jobName']}.{r['stepName']}",
+                        "held signal" if r["held"] else "reserved",
+                    ]
+                    for r in data["reserved"]
+                ],
+                ["RESERVED WAIT", "WORKFLOW", "RUN", "STEP", "STATE"],
+                wide=wide,
+                drop=("RUN", "WORKFLOW"),
+            )
+            out("A signal sent to a reserved wait is held and applied when its step opens.")
+
+    def _render_open(data: dict[str, Any]) -> None:
         if not data["waits"]:
             out("No open waits.")
             if not show_all and _expired_waits(ctx, payload, repo_dir):
@@ -285,7 +328,12 @@ def workflow_waits(
         except InvalidRequest as exc:
             raise click.BadParameter(exc.message, param_hint="--expiring-within") from None
     payload: dict[str, Any] = _drop_none(
-        {"workflow": workflow_name, "expiringWithin": within, "all": True if show_all else None}
+        {
+            "workflow": workflow_name,
+            "expiringWithin": within,
+            "all": True if show_all else None,
+            "reserved": True if reserved else None,
+        }
     )
     call(ctx, "workflow.waits", payload, as_json=as_json, repo_dir=repo_dir, render=render)
 
@@ -361,8 +409,21 @@ def workflow_wait_show(
         )
         if data.get("description"):
             out(f"  {data['description']}")
-        out(f"  opened {data['openedAt']}, deadline {data['deadline']}")
+        if "openedAt" in data:
+            out(f"  opened {data['openedAt']}, deadline {data['deadline']}")
+        elif data["status"] == "reserved":
+            out(f"  reserved: step {data['stepName']} has not opened it yet ({data['stepStatus']})")
+        else:
+            out(f"  closed: step {data['stepName']} is {data['stepStatus']}, run {data['runStatus']}")
         out("  schema: " + json.dumps(data["schema"], ensure_ascii=False))
+        if data.get("held"):
+            held = data["held"]
+            out(
+                f"  holds early signal {held['signalId']} (held at {held['heldAt']}): applied at open"
+            )
+        if data.get("heldRefused"):
+            refused = data["heldRefused"]
+            out(f"  early signal {refused['signalId']} refused at {refused['at']}: {refused['code']}")
         if data.get("receipt"):
             receipt = data["receipt"]
             from .render import who

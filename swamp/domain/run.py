@@ -51,6 +51,7 @@ from .waits import (
     WaitOpen,
     WaitSettled,
     new_signal_id,
+    new_wait_id,
     payload_digest,
 )
 
@@ -134,6 +135,9 @@ class StepRun:
     outputs: Any = None
     approval: ApprovalGate | None = None
     wait: SignalWait | None = None
+    # A wait_for_signal step's wait ID, reserved before the step runs (WAIT-066): the wait opens
+    # under it, and a signal sent to it earlier is held until then (held.py).
+    reservedWaitId: str | None = None
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "name": STR,
@@ -149,6 +153,7 @@ class StepRun:
         "outputs": ANY,
         "approval": optional(nested(ApprovalGate)),
         "wait": optional(nested(SignalWait)),
+        "reservedWaitId": optional(STR),
     }
 
     @property
@@ -227,8 +232,20 @@ class StepRun:
         self.status = "waiting"
         self.wait = wait
 
+    @property
+    def reserved_only(self) -> bool:
+        """Whether the step holds a reserved wait ID whose wait has not opened (yet)."""
+        return self.reservedWaitId is not None and self.wait is None
+
     def accept_signal(
-        self, now: dt.datetime, payload: Any, user: str, on_behalf_of: str | None = None
+        self,
+        now: dt.datetime,
+        payload: Any,
+        user: str,
+        on_behalf_of: str | None = None,
+        *,
+        signal_id: str | None = None,
+        held_at: str | None = None,
     ) -> SignalReceipt:
         """The one place that decides whether a signal is taken: only an open, unexpired wait."""
         wait = self.wait
@@ -242,12 +259,13 @@ class StepRun:
                 {"waitId": wait.waitId, "deadline": wait.deadline},
             )
         receipt = SignalReceipt(
-            id=new_signal_id(),
+            id=signal_id or new_signal_id(),
             waitId=wait.waitId,
             receivedAt=iso(now),
             submittedBy=user,
             payloadSha256=payload_digest(payload),
             onBehalfOf=on_behalf_of,
+            heldAt=held_at,
         )
         wait.receipt = receipt
         wait.outcome = "received"
@@ -288,8 +306,11 @@ class StepRun:
             self.fail(now, "interrupted: " + error, reason="interrupted")
 
     def reset(self) -> None:
-        """Back to pending for a retry: every trace of the earlier attempt goes."""
+        """Back to pending for a retry: every trace of the earlier attempt goes; a step that had a
+        reserved wait ID gets a fresh one (the old one is retired by reset_steps)."""
         fresh = StepRun(name=self.name, forEachTemplate=self.forEachTemplate, forEachItem=self.forEachItem)
+        if self.reservedWaitId is not None:
+            fresh.reservedWaitId = new_wait_id()
         for name in self.FIELDS:
             setattr(self, name, getattr(fresh, name))
 
@@ -682,6 +703,8 @@ class WorkflowRun:
             for step in job.steps:
                 if step.template in templates and step.wait is not None:
                     self.retiredWaitIds.append(step.wait.waitId)
+                elif step.template in templates and step.reservedWaitId is not None:
+                    self.retiredWaitIds.append(step.reservedWaitId)
             rebuilt: list[StepRun] = []
             restored: set[str] = set()
             for step in job.steps:
@@ -725,10 +748,29 @@ class WorkflowRun:
         ]
 
     def holds_wait(self, wait_id: str) -> bool:
-        """Whether the wait is (or was, before a retry retired it) one of this run's."""
+        """Whether the wait is (or was, before a retry retired it) one of this run's, opened or
+        reserved."""
         return wait_id in self.retiredWaitIds or any(
-            s.wait is not None and s.wait.waitId == wait_id for _, s in self.steps()
+            (s.wait is not None and s.wait.waitId == wait_id) or s.reservedWaitId == wait_id
+            for _, s in self.steps()
         )
+
+    def reserve_waits(self, steps: set[tuple[str, str]]) -> None:
+        """Reserve a wait ID for each (job, step) named: its wait_for_signal steps (WAIT-066)."""
+        for job, step in self.steps():
+            if (job.name, step.name) in steps and step.reservedWaitId is None:
+                step.reservedWaitId = new_wait_id()
+
+    def find_reserved(self, wait_id: str) -> tuple[JobRun, StepRun] | None:
+        """The step holding `wait_id` reserved whose wait has not opened; None otherwise."""
+        for job, step in self.steps():
+            if step.reservedWaitId == wait_id and step.wait is None:
+                return job, step
+        return None
+
+    def reserved_waits(self) -> list[tuple[JobRun, StepRun]]:
+        """Steps holding a reserved wait ID whose wait has not opened."""
+        return [(j, s) for j, s in self.steps() if s.reserved_only]
 
     def unsettled_waits(self) -> list[tuple[JobRun, StepRun]]:
         return [(j, s) for j, s in self.steps() if s.status == "waiting" and s.wait is not None]
@@ -804,6 +846,21 @@ class WorkflowRun:
         self, now: dt.datetime, wait_id: str, user: str, reason: str | None
     ) -> tuple[JobRun, StepRun]:
         """Reject a signal wait like a gate: the step fails (reason rejected), then its job and the run."""
+        reserved = self.find_reserved(wait_id)
+        if reserved is not None:
+            raise WaitNotFound(
+                f"Wait {wait_id} is reserved, but step '{reserved[1].name}' has not opened it "
+                f"({reserved[1].status}); reject it once it is open, or cancel the run: "
+                f"swamp workflow cancel {self.workflowName} --run {self.id}",
+                {
+                    "waitId": wait_id,
+                    "runId": self.id,
+                    "job": reserved[0].name,
+                    "step": reserved[1].name,
+                    "reason": "no_wait",
+                    "stepStatus": reserved[1].status,
+                },
+            )
         job, step = self.find_wait(wait_id)
         assert step.wait is not None
         if step.status != "waiting" or step.wait.outcome is not None:

@@ -125,6 +125,7 @@ class SignalReceipt:
     submittedBy: str
     payloadSha256: str
     onBehalfOf: str | None = None  # SWAMP_ACTOR of the sender: a claim, beside its account
+    heldAt: str | None = None  # an early signal: when it was held, before its step opened (held.py)
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "id": STR,
@@ -133,6 +134,7 @@ class SignalReceipt:
         "submittedBy": STR,
         "payloadSha256": STR,
         "onBehalfOf": optional(STR),
+        "heldAt": optional(STR),
     }
 
     def as_signal(self) -> dict[str, Any]:
@@ -173,14 +175,20 @@ class SignalWait:
 
     @classmethod
     def open(
-        cls, now: dt.datetime, timeout: float, schema: dict[str, Any] | bool, description: str | None
+        cls,
+        now: dt.datetime,
+        timeout: float,
+        schema: dict[str, Any] | bool,
+        description: str | None,
+        wait_id: str | None = None,
     ) -> SignalWait:
+        """A wait opening now, under the ID reserved for its step when there is one (WAIT-066)."""
         from .deadlines import deadline_after
         from .run import iso, parse_iso
 
         opened = iso(now)
         return cls(
-            waitId=new_wait_id(),
+            waitId=wait_id or new_wait_id(),
             openedAt=opened,
             deadline=iso(deadline_after(parse_iso(opened), timeout)),
             timeout=timeout,

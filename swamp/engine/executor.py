@@ -72,6 +72,20 @@ class WorkflowExecutor:
         with self.lock:
             if not self._abandoned:
                 self.services.save(self.run)
+                if self.services.early is not None:
+                    self.services.early.after_save(self.run)
+
+    def _sweep_held(self) -> bool:
+        """After the last save before the claim goes: what was held for the run's waits meanwhile
+        is applied (True: saved again) or refused (app/held.py)."""
+        early = self.services.early
+        if early is None:
+            return False
+        with self.lock:
+            applied = early.sweep(self.run, self.services.clock.now())
+        if applied:
+            self._save()
+        return applied
 
     def _parallel(self, items: Sequence[T], cap: int | None, work: Callable[[T], None]) -> None:
         if len(items) == 1 or cap == 1:
@@ -145,6 +159,8 @@ class WorkflowExecutor:
             self.run.interrupt(now, why)
             with contextlib.suppress(Exception):  # the first error is the one to report
                 self.services.save(self.run)
+                if self.services.early is not None:  # early signals of waits it never opened
+                    self.services.early.sweep(self.run, now)
 
     def _stop_reason(self) -> str | None:
         if self._interruption is not None:
@@ -174,6 +190,7 @@ class WorkflowExecutor:
         with self.lock:
             self.run.complete(self.services.clock.now())
         self._save()
+        self._sweep_held()
         self._emit("run_completed", runId=self.run.id, status=self.run.status)
         return self.run
 
@@ -189,6 +206,7 @@ class WorkflowExecutor:
             else:
                 self.run.interrupt(self.services.clock.now(), "swamp serve shut down")
         self._save()
+        self._sweep_held()
         self._emit("run_completed", runId=self.run.id, status=self.run.status, stopped=reason)
         return self.run
 
@@ -198,6 +216,18 @@ class WorkflowExecutor:
         self._save()
         waiting = [{"job": j.name, "step": s.name, "status": s.status} for j, s in self.run.waiting_steps()]
         self._emit("run_suspended", runId=self.run.id, waiting=waiting)
+        if self._sweep_held():
+            # A signal held after its wait opened (the executor had looked already) was applied
+            # before the claim goes: go on as a resume would, when nothing else is open.
+            now = self.services.clock.now()
+            with self.lock:
+                idle = not self.run.open_waits(now) and not self.run.open_gates(now)
+                if idle:
+                    self.run.resume(now, [])
+                    self.suspending.clear()
+            if idle:
+                self._save()
+                return self._execute(resumed=True)
         return self.run
 
     # -- jobs ----------------------------------------------------------------------------------
@@ -380,6 +410,7 @@ class WorkflowExecutor:
 
     def _apply(self, job: Job, step: Step, step_run: StepRun, outcome: Outcome) -> None:
         now = self.services.clock.now()
+        taken_early = False  # a signal held for the wait was taken as it opened (WAIT-072)
         with self.lock:
             if self._abandoned:
                 return  # the step was recorded as interrupted; what its work did after that is moot
@@ -401,7 +432,11 @@ class WorkflowExecutor:
                     step_run.outputs = outcome.outputs
             elif isinstance(outcome, Suspended):
                 details = outcome.open_wait(step_run, now)
-                self.suspending.set()
+                early = self.services.early
+                if step_run.wait is not None and early is not None:
+                    taken_early = early.at_open(self.run, self.run.job(job.name), step_run, now)
+                if not taken_early:
+                    self.suspending.set()
         if isinstance(outcome, Succeeded):
             self._emit("step_succeeded", job=job.name, step=step_run.name, durationMs=step_run.durationMs)
         elif isinstance(outcome, Failed):
@@ -416,6 +451,14 @@ class WorkflowExecutor:
             )
         elif isinstance(outcome, Suspended):
             self._emit("step_waiting", job=job.name, step=step_run.name, **details)
+            if taken_early and step_run.wait is not None and step_run.wait.receipt is not None:
+                self._emit(
+                    "step_succeeded",
+                    job=job.name,
+                    step=step_run.name,
+                    durationMs=step_run.durationMs,
+                    heldSignal=step_run.wait.receipt.id,
+                )
 
 
 def step_levels(job: Job, job_run: JobRun) -> list[list[StepRun]]:
@@ -443,7 +486,10 @@ def _step_def(job: Job, name: str) -> Step:
 
 
 def _step_views(job_run: JobRun) -> dict[str, Any]:
-    return {
-        s.name: {"status": s.status, "outputs": s.outputs if s.outputs is not None else {}}
-        for s in job_run.steps
-    }
+    views: dict[str, Any] = {}
+    for s in job_run.steps:
+        view = {"status": s.status, "outputs": s.outputs if s.outputs is not None else {}}
+        if s.reservedWaitId is not None:  # readable before the step runs (EXPR-019)
+            view["waitId"] = s.reservedWaitId
+        views[s.name] = view
+    return views

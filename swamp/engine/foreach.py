@@ -8,6 +8,7 @@ from ..domain.definition import Step
 from ..domain.errors import ExpressionError
 from ..domain.expressions import EXPRESSION, ExpressionEngine, Scope, ensure_json, js_string, whole_expression
 from ..domain.run import StepRun
+from ..domain.waits import new_wait_id
 
 
 def items_of(step: Step, engine: ExpressionEngine, scope: Scope) -> list[tuple[str, Any]]:
@@ -44,7 +45,10 @@ def expand(step: Step, engine: ExpressionEngine, scope: Scope) -> list[StepRun]:
         if name in used:
             name = f"{name}-{index}"
         used.add(name)
-        runs.append(StepRun(name=name, forEachTemplate=step.name, forEachItem=binding))
+        expansion = StepRun(name=name, forEachTemplate=step.name, forEachItem=binding)
+        if step.task.type == "wait_for_signal":  # each expansion reserves its own wait ID (WAIT-067)
+            expansion.reservedWaitId = new_wait_id()
+        runs.append(expansion)
     return runs
 
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from ..domain.expressions import ExpressionEngine
 from ..domain.inputs import InputValidationService
-from ..domain.run import WorkflowRun
+from ..domain.run import JobRun, StepRun, WorkflowRun
 from ..domain.shellwords import ShellArguments
 
 
@@ -55,6 +55,23 @@ class OutputLog(Protocol):
     def __call__(self, line: str, stream: str = "stdout") -> None: ...
 
 
+class EarlySignals(Protocol):
+    """Signals held for reserved waits (app/held.py): the executor, holding the run's claim, asks
+    for the one held for a wait as it opens, tells when it saved, and sweeps before it lets the
+    claim go."""
+
+    def at_open(self, run: WorkflowRun, job: JobRun, step: StepRun, now: dt.datetime) -> bool:
+        """Apply the signal held for the step's wait, which just opened; True if it was taken."""
+        ...
+
+    def after_save(self, run: WorkflowRun) -> None: ...
+
+    def sweep(self, run: WorkflowRun, now: dt.datetime) -> bool:
+        """Apply what is held for open waits (True if something was: save), refuse what can no
+        longer be applied."""
+        ...
+
+
 @dataclass(frozen=True)
 class RunHooks:
     """How the process hosting a run steers the executions it starts: asked to stop, and told
@@ -86,3 +103,5 @@ class EngineServices:
     # A long-lived host (swamp serve) tracks the executions in flight to stop them on shutdown.
     attach: Callable[[Any], None] = field(default=lambda executor: None)
     detach: Callable[[Any], None] = field(default=lambda executor: None)
+    # Signals held for reserved waits (WAIT-069..); None: none are looked for.
+    early: EarlySignals | None = None

@@ -244,6 +244,7 @@ def _workflow_waits(payload: dict[str, Any], emit: Emit, actor: Actor | None) ->
         payload.get("workflow"),
         expiring_within=within,
         include_expired=bool(payload.get("all")),
+        reserved=bool(payload.get("reserved")),
     )
 
 

@@ -283,8 +283,13 @@ class RunRepository:
         self._no_links(str(self._waits_dir))
         opened = False
         for _, step in run.steps():
+            # An open wait, or a reserved one its step has not opened (a signal may come early).
             if step.wait is not None and step.status == "waiting":
-                pointer = self._wait_pointer(step.wait.waitId)
+                wait_id: str | None = step.wait.waitId
+            else:
+                wait_id = step.reservedWaitId if step.wait is None and not step.is_terminal else None
+            if wait_id is not None:
+                pointer = self._wait_pointer(wait_id)
                 if not os.path.exists(pointer):
                     body = {"workflowId": run.workflowId, "runId": run.id}
                     write_atomic(Path(pointer), json.dumps(body).encode("utf-8"))
@@ -354,6 +359,12 @@ class RunRepository:
             for _, s in run.steps()
             if s.wait is not None and s.wait.waitId.startswith(prefix)
         )
+        found.update(
+            s.reservedWaitId
+            for run in active
+            for _, s in run.steps()
+            if s.reservedWaitId is not None and s.reservedWaitId.startswith(prefix)
+        )
         if not found:
             needle = prefix.encode()
             for path in self.record_paths():
@@ -364,6 +375,7 @@ class RunRepository:
                 except (RunUnreadable, StorageError):
                     continue
                 held = [s.wait.waitId for _, s in run.steps() if s.wait is not None] + run.retiredWaitIds
+                held += [s.reservedWaitId for _, s in run.steps() if s.reservedWaitId is not None]
                 found.update(w for w in held if w.startswith(prefix))
         return sorted(found)
 

@@ -1,4 +1,5 @@
-"""wait_for_signal: open a wait with a fresh random ID and the schema captured from the workflow."""
+"""wait_for_signal: open a wait under the ID reserved for the step (WAIT-066) and the schema
+captured from the workflow."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def execute(task: WaitForSignalTask, ex: StepExecution) -> Outcome:
     schema = copy.deepcopy(task.schema_)
 
     def open_wait(step_run: StepRun, now: dt.datetime) -> dict[str, Any]:
-        wait = SignalWait.open(now, float(task.timeout), schema, description)
+        wait = SignalWait.open(now, float(task.timeout), schema, description, step_run.reservedWaitId)
         step_run.start_waiting(wait)
         return {
             "kind": "signal",
