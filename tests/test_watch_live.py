@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from tests.helpers import SWAMP, Repo, clean_env, dep, job, make_repo, sh
+from helpers import SWAMP, Repo, clean_env, dep, job, make_repo, sh
 
 BOUND = 60  # seconds any one expected line may take before the test fails
 

@@ -1,6 +1,6 @@
 """Answer each wait of step STEP with PAYLOAD, and continue its run: answer.py SOCKET STEP PAYLOAD [COUNT]
-Sees runs started by anyone (a CLI in another terminal too) through `events.subscribe`; a wait opens
-while its run executes, so it is answered at `run_suspended`. Prints `ready` once it follows them."""
+Sees runs started by anyone (a CLI in another terminal too) through `events.subscribe` and answers at
+`wait_opened`; a run still busy holds the answer and goes on by itself. Prints `ready` once it follows."""
 
 import json
 import sys
@@ -11,11 +11,15 @@ from swamp.client import Client, SwampError
 def answer(client: Client, wait_id: str, payload: object) -> bool:
     try:
         done = client.signal(wait_id, payload, resume=True)
-        said = f"answered; run {done['runId']} is {done.get('run', {}).get('status', 'suspended')}"
     except SwampError as err:  # answered already, expired, payload refused: say so, go on
-        said = f"{err.code}: {err.message}"
-    print(f"{wait_id}: {said}", flush=True)
-    return said.startswith("answered")
+        print(f"{wait_id}: {err.code}: {err.message}", flush=True)
+        return False
+    if done.get("held"):  # its run was still executing: it applies the answer and goes on
+        print(f"{wait_id}: held; run {done['runId']} takes it when it can", flush=True)
+    else:
+        status = done["run"]["status"] if done.get("continued") else done["runStatus"]
+        print(f"{wait_id}: answered; run {done['runId']} is {status}", flush=True)
+    return True
 
 
 def main(socket: str, step: str, payload: object, count: int) -> None:
@@ -23,14 +27,10 @@ def main(socket: str, step: str, payload: object, count: int) -> None:
         start = client.subscribe(timeout=0)  # where the log ends now: follow from there
         list(start)
         print("ready", flush=True)
-        opened: set[str] = set()  # waits of STEP, answered once their run is suspended
-        with client.subscribe(after=start.cursor, kinds=["wait_opened", "run_suspended"]) as events:
+        with client.subscribe(after=start.cursor, kinds=["wait_opened"]) as events:
             for event in events:
-                if event["event"] == "wait_opened" and event["step"] == step:
-                    opened.add(event["waitId"])
-                for wait_id in opened & set(event.get("waitIds", ())):
-                    opened.discard(wait_id)
-                    count -= answer(client, wait_id, payload)
+                if event["step"] == step:
+                    count -= answer(client, event["waitId"], payload)
                 if count <= 0:  # COUNT answers given (default: no end)
                     break
 

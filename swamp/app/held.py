@@ -34,7 +34,7 @@ from ..domain.waits import (
     new_signal_id,
     payload_digest,
 )
-from ..store.claim import RunClaim
+from ..store.claim import RunClaim, is_held
 from ..store.held import HeldStore
 from .context import App
 
@@ -165,6 +165,7 @@ def hold(
     claim_timeout: float | None,
     audit: Callable[[WorkflowRun, str, str | None], None],
     accepted: Callable[[WorkflowRun, str], dict[str, Any]],
+    continue_run: Callable[[WorkflowRun], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A signal to a reserved wait that has not opened (WAIT-069..). `audit(run, code, signal_id)`
     notes an attempt; `accepted(run, wait_id)` is the ordinary result once a wait took its signal."""
@@ -226,10 +227,18 @@ def hold(
             early.refuse(again, wait_id, closed, held)
             raise closed
         return _held_result(again, reserved[0], reserved[1], held)
+    if again.status == "running" and is_held(app.layout, again.id):
+        # Read after the file was written, and still executing: the process executing it saves
+        # the run suspended (or ended) later, then sweeps, and finds this signal (WAIT-020).
+        return _held_result(again, job, step, held)
     try:
         with RunClaim(app.layout, found.id, timeout=claim_timeout, purpose="signal"):
             run = app.runs.load(found.workflowId, found.id)
             early = settle_claimed(app, run)
+            applied_here = isinstance(early.outcomes.get(wait_id), SignalReceipt)
+            # Applied by this sender (the run let go before it could see the file): `--resume`
+            # continues the run under this same claim, as for an ordinary signal (WAIT-060).
+            continued = continue_run(run) if continue_run is not None and applied_here else None
     except ClaimTimeout:
         return _held_result(again, job, step, held)  # whoever holds the claim applies it
     outcome = early.outcomes.get(wait_id)
@@ -238,7 +247,12 @@ def hold(
     _, opened = run.find_wait(wait_id)
     assert opened.wait is not None
     if opened.wait.receipt is not None and opened.wait.receipt.id == held.signalId:
-        return accepted(run, wait_id)  # applied, here or by the executor when the wait opened
+        doc = accepted(run, wait_id)  # applied, here or by the executor when the wait opened
+        if continued is not None:
+            from .continuation import add_outcome
+
+            add_outcome(doc, run, continued)
+        return doc
     if opened.status == "waiting" and store.exists(wait_id):
         return _held_result(run, job, step, held)
     raise opened.settled_error(payload)

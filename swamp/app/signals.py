@@ -16,7 +16,7 @@ from typing import Any
 from ..domain.errors import RunNotFound, SwampError
 from ..domain.run import JobRun, StepRun, WorkflowRun, iso
 from ..domain.waits import SignalReceipt, SignalWait, WaitNotFound, check_wait_id, example_value
-from ..store.claim import RunClaim
+from ..store.claim import RunClaim, is_held
 from .context import App
 
 
@@ -33,6 +33,20 @@ def _unknown(wait_id: str) -> WaitNotFound:
         f"No wait {wait_id}; list open waits with: swamp workflow waits",
         {"waitId": wait_id, "reason": "unknown"},
     )
+
+
+def _open_while_executing(app: App, run: WorkflowRun, wait_id: str) -> tuple[JobRun, StepRun] | None:
+    """The step of an open wait whose run a live process is still executing (finishing the steps
+    beside it, WAIT-020): a signal to it is held like an early one, and that process applies it
+    before it lets the run's claim go. None otherwise (a run left `running` by a process that
+    stopped is refused)."""
+    if run.status != "running":
+        return None
+    for job, step in run.steps():
+        wait = step.wait
+        if wait is not None and wait.waitId == wait_id and step.status == "waiting" and wait.outcome is None:
+            return (job, step) if is_held(app.layout, run.id) else None
+    return None
 
 
 def _read_unclaimed(app: App, wait_id: str) -> WorkflowRun:
@@ -66,8 +80,9 @@ def signal(
     user, on_behalf_of = app.user, app.on_behalf_of
     found = _read_unclaimed(app, wait_id)
     now = app.clock.now()
-    reserved = found.find_reserved(wait_id)
-    if reserved is not None:  # its step has not opened the wait: the signal is held (held.py)
+    reserved = found.find_reserved(wait_id) or _open_while_executing(app, found, wait_id)
+    if reserved is not None:  # its step has not opened the wait, or its run is busy: held (held.py)
+        from .continuation import continue_if_nothing_open
         from .held import hold
 
         def note(run: WorkflowRun, code: str, signal_id: str | None) -> None:
@@ -83,6 +98,7 @@ def signal(
             claim_timeout=claim_timeout,
             audit=note,
             accepted=lambda run, wid: _accepted(run, wid, app.clock.now()),
+            continue_run=(lambda run: continue_if_nothing_open(app, run, emit)) if resume else None,
         )
     try:
         job, step, payload, _ = found.signal(

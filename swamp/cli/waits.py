@@ -147,8 +147,9 @@ def workflow_signal(
         if data.get("held"):
             out(
                 f"{style('Signal held', 'green')}: {sig['id']} for wait {data['waitId']}: step "
-                f"{data['jobName']}.{data['stepName']} of {data['workflowName']} (run {data['runId']}) has "
-                "not opened it yet; it is applied when the step opens"
+                f"{data['jobName']}.{data['stepName']} of {data['workflowName']} (run {data['runId']}) "
+                "cannot take it yet; it is applied as soon as it can (when the step opens the wait, or, "
+                "when the wait is open, when the steps still executing beside it finish)"
             )
             for command in data.get("next", []):
                 out(f"  See it: {command}")
@@ -418,9 +419,7 @@ def workflow_wait_show(
         out("  schema: " + json.dumps(data["schema"], ensure_ascii=False))
         if data.get("held"):
             held = data["held"]
-            out(
-                f"  holds early signal {held['signalId']} (held at {held['heldAt']}): applied at open"
-            )
+            out(f"  holds early signal {held['signalId']} (held at {held['heldAt']}): applied at open")
         if data.get("heldRefused"):
             refused = data["heldRefused"]
             out(f"  early signal {refused['signalId']} refused at {refused['at']}: {refused['code']}")

@@ -123,15 +123,34 @@ class Waits(TypedDict):
     waits: list[WaitEntry]
 
 
-class WaitShow(WaitEntry):
-    """`workflow.wait.show`: one wait, open or settled, with its receipt once answered."""
+class WaitShow(TypedDict):
+    """`workflow.wait.show`: one wait, open or settled (with its receipt once answered, and what its
+    hooks did), or a reserved one its step has not opened (`status` `reserved` or `closed`, with the
+    early signal it holds)."""
 
+    waitId: str
+    workflowName: str
+    workflowId: str
+    runId: str
+    jobName: str
+    stepName: str
+    schema: dict[str, Any] | bool
     status: str
     stepStatus: str
+    openedAt: NotRequired[str]
+    deadline: NotRequired[str]
+    secondsLeft: NotRequired[float]
+    expired: NotRequired[bool]
+    description: NotRequired[str | None]
+    hooks: NotRequired[list[dict[str, Any]]]
     receipt: NotRequired[dict[str, Any]]
     payload: NotRequired[Any]
     examplePayload: NotRequired[Any]
     next: NotRequired[list[str]]
+    runStatus: NotRequired[RunStatus]
+    held: NotRequired[dict[str, Any]]
+    heldAt: NotRequired[str]
+    heldRefused: NotRequired[dict[str, Any]]
 
 
 class SignalResult(TypedDict):
