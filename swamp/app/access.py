@@ -11,7 +11,6 @@ from typing import TypeVar
 
 from ..domain.errors import RunAmbiguous, RunNotFound, WorkflowNotFound
 from ..domain.run import WorkflowRun
-from ..store.claim import RunClaim, is_held
 from .context import App
 
 T = TypeVar("T")
@@ -23,9 +22,8 @@ def workflow_id_for(app: App, workflow_ref: str) -> tuple[str, str]:
         wf = app.workflows.get(workflow_ref).workflow
         return wf.id, wf.name
     except WorkflowNotFound:
-        for path in app.runs.record_paths():
-            if path.parent.name == workflow_ref:
-                return workflow_ref, workflow_ref
+        if workflow_ref in app.runs.workflow_ids():
+            return workflow_ref, workflow_ref
         runs, _ = app.runs.list_runs()
         for run in runs:
             if run.workflowName == workflow_ref:
@@ -35,7 +33,7 @@ def workflow_id_for(app: App, workflow_ref: str) -> tuple[str, str]:
 
 def is_interrupted(app: App, run: WorkflowRun) -> bool:
     """A run recorded as running whose process is gone (nobody holds its claim)."""
-    return run.status == "running" and not is_held(app.layout, run.id)
+    return run.status == "running" and not app.claim_held(run.id)
 
 
 def resolve_run(
@@ -95,7 +93,7 @@ def change_run(
     claim_timeout: float | None = None,
 ) -> tuple[WorkflowRun, T]:
     """Claim, re-read, change, save. Returns the saved run and what `change` returned."""
-    with RunClaim(app.layout, run.id, timeout=claim_timeout, purpose=purpose):
+    with app.claim(run.id, timeout=claim_timeout, purpose=purpose):
         fresh = app.runs.load(run.workflowId, run.id)
         result = change(fresh)
         app.runs.save(fresh)

@@ -13,7 +13,6 @@ from ..domain.actors import Actor
 from ..domain.errors import SwampError
 from ..store.clock import SystemClock, process_actor
 from ..store.repo import RepoLayout, find_repo
-from ..store.runs import RunRepository
 
 if TYPE_CHECKING:
     from ..domain.changes import RunState
@@ -23,8 +22,8 @@ if TYPE_CHECKING:
     from ..domain.settings import Settings
     from ..domain.shellwords import ShellArguments
     from ..models.runner import ModelMethodRunner
-    from ..store.events import EventLog
     from ..store.workflows import WorkflowRepository
+    from .ports import Claim, EventLog, HeldSignals, RunStore, Store
 
 
 _SHARED: dict[tuple[str | None, str | None, str], App] = {}
@@ -74,19 +73,36 @@ class App:
         return load_settings(self.layout)
 
     @cached_property
-    def runs(self) -> RunRepository:
-        # Every command that reads or changes runs checks the settings first (REPO-012): a bad
-        # setting is refused before anything is done, never found by a save that cannot be undone.
-        # (Issue 17: the settings choose the store this builds.)
-        self.settings  # noqa: B018
-        return RunRepository(self.layout, on_change=self._publish)
+    def store(self) -> Store:
+        """Where run state lives (app/ports.py): the file store, or PostgreSQL when the settings or
+        SWAMP_STORE_URL name a database. Every command that reads or changes runs checks the
+        settings first (REPO-012): a bad setting is refused before anything is done, never found
+        by a save that cannot be undone."""
+        from ..store.choose import open_store
+
+        return open_store(self.layout, self.settings)
+
+    @cached_property
+    def runs(self) -> RunStore:
+        return self.store.runs(self._publish)
 
     @cached_property
     def events(self) -> EventLog:
-        """The repository's event log (store/events.py): what every save of a run changed."""
-        from ..store.events import EventLog
+        """The store's event log: what every save of a run changed, for subscribers."""
+        return self.store.events()
 
-        return EventLog(self.layout)
+    @cached_property
+    def held(self) -> HeldSignals:
+        """Signals held for waits that have not opened, or whose run was busy (app/held.py)."""
+        return self.store.held()
+
+    def claim(self, run_id: str, *, timeout: float | None = None, purpose: str = "") -> Claim:
+        """The run's claim (not yet taken): `with app.claim(...)` or try_acquire()."""
+        claim: Claim = self.store.claim(run_id, timeout=timeout, purpose=purpose)
+        return claim
+
+    def claim_held(self, run_id: str) -> bool:
+        return self.store.claim_held(run_id)
 
     def _publish(self, before: RunState | None, run: WorkflowRun) -> None:
         from .publish import publish

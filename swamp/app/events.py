@@ -19,8 +19,6 @@ from typing import Any
 
 from ..domain.errors import InvalidRequest
 from ..engine.ports import Emit
-from ..store.events import EventLog
-from ..store.notify import Changes
 from .context import App
 
 KINDS = ("wait_opened", "wait_settled", "run_suspended", "run_finished")
@@ -63,10 +61,10 @@ def subscribe(
     stop = SUBSCRIPTION_STOP.get()
     wanted_kinds = frozenset(kinds) if kinds else None
     wanted_runs = frozenset(runs) if runs else None
-    log = EventLog(app.layout)
+    log = app.store.events()
     deadline = None if timeout is None else time.monotonic() + timeout
     # Armed before the first read, so an event appended between that read and the wait is seen.
-    with Changes([], folders=[log.folder]) as changes:
+    with log.changes() as changes:
         if after is None:
             cursor = log.start()
         else:

@@ -6,7 +6,6 @@ from typing import Any
 
 from ..domain.run import WorkflowRun
 from ..engine.ports import Emit
-from ..store.claim import RunClaim
 from .access import change_run, resolve_run, suspended_runs
 from .context import App
 
@@ -41,7 +40,7 @@ def decide(
     if resume:
         from .continuation import continue_if_nothing_open
 
-        with RunClaim(app.layout, run.id, timeout=claim_timeout, purpose="approve"):
+        with app.claim(run.id, timeout=claim_timeout, purpose="approve"):
             saved = app.runs.load(run.workflowId, run.id)
             decision = apply(saved)
             app.runs.save(saved)

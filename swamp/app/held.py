@@ -34,8 +34,6 @@ from ..domain.waits import (
     new_signal_id,
     payload_digest,
 )
-from ..store.claim import RunClaim, is_held
-from ..store.held import HeldStore
 from .context import App
 
 
@@ -44,7 +42,7 @@ class EarlySignals:
 
     def __init__(self, app: App):
         self.app = app
-        self.store = HeldStore(app.layout)
+        self.store = app.held
         self._applied: list[tuple[str, HeldSignal]] = []  # applied in memory, file removed after the save
         self.outcomes: dict[str, SignalReceipt | SwampError] = {}
 
@@ -169,7 +167,7 @@ def hold(
 ) -> dict[str, Any]:
     """A signal to a reserved wait that has not opened (WAIT-069..). `audit(run, code, signal_id)`
     notes an attempt; `accepted(run, wait_id)` is the ordinary result once a wait took its signal."""
-    store = HeldStore(app.layout)
+    store = app.held
     now = app.clock.now()
     schema = reserved_schema(found, job.name, step.template)
     try:
@@ -227,12 +225,12 @@ def hold(
             early.refuse(again, wait_id, closed, held)
             raise closed
         return _held_result(again, reserved[0], reserved[1], held)
-    if again.status == "running" and is_held(app.layout, again.id):
+    if again.status == "running" and app.claim_held(again.id):
         # Read after the file was written, and still executing: the process executing it saves
         # the run suspended (or ended) later, then sweeps, and finds this signal (WAIT-020).
         return _held_result(again, job, step, held)
     try:
-        with RunClaim(app.layout, found.id, timeout=claim_timeout, purpose="signal"):
+        with app.claim(found.id, timeout=claim_timeout, purpose="signal"):
             run = app.runs.load(found.workflowId, found.id)
             early = settle_claimed(app, run)
             applied_here = isinstance(early.outcomes.get(wait_id), SignalReceipt)
@@ -317,7 +315,7 @@ def held_fields(app: App, run: WorkflowRun, wait_id: str) -> dict[str, Any]:
     """What `wait show` adds about early signals: the one held (`held`), or the last one refused
     (`heldRefused`, from the audit trail)."""
     fields: dict[str, Any] = {}
-    held = HeldStore(app.layout).read(wait_id)
+    held = app.held.read(wait_id)
     if held is not None:
         fields["held"] = held.summary()
     refused = [
@@ -368,7 +366,7 @@ def show_reserved(app: App, run: WorkflowRun, job: JobRun, step: StepRun, wait_i
 
 def reserved_entries(app: App, workflow_id: str | None) -> list[dict[str, Any]]:
     """`waits --reserved`: the reserved waits of unfinished runs whose steps have not opened them."""
-    store = HeldStore(app.layout)
+    store = app.held
     runs, _ = app.runs.active_runs(workflow_id)
     entries = []
     for run in runs:

@@ -38,7 +38,7 @@ def start_hooks(app: App, run: WorkflowRun, changes: list[dict[str, Any]]) -> No
                     "timeout": hook.timeout,
                     "waitId": event["waitId"],
                     "runId": run.id,
-                    "audit": str(app.runs.audit_path(run)),
+                    "audit": app.runs.audit_location(run),
                     "stdin": json.dumps({"hook": hook.name, **document}, ensure_ascii=False),
                 }
             )

@@ -42,7 +42,7 @@ def append_events(app: App, changes: list[dict[str, Any]]) -> None:
         if not events.warned:
             events.warned = True
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            where = getattr(exc, "filename", None) or events.folder
+            where = getattr(exc, "filename", None) or events.where
             message = (
                 f"swamp: warning: could not append to the event log ({where}: {reason}); the run goes "
                 "on, but subscribers (swamp events, events.subscribe) miss these changes\n"

@@ -18,7 +18,6 @@ from ..domain.retry import steps_to_reset
 from ..domain.run import WorkflowRun, iso
 from ..engine.executor import WorkflowExecutor
 from ..engine.ports import Emit
-from ..store.claim import RunClaim
 from .access import resolve_run
 from .context import App
 from .run import engine_services, workflow_of
@@ -48,7 +47,7 @@ def resume(
 ) -> dict[str, Any]:
     statuses = ["failed", "interrupted"] if from_step else ["suspended", "interrupted"]
     found = resolve_run(app, workflow_ref, run_ref, statuses, verb="resume")
-    with RunClaim(app.layout, found.id, timeout=claim_timeout, purpose="resume"):
+    with app.claim(found.id, timeout=claim_timeout, purpose="resume"):
         run = app.runs.load(found.workflowId, found.id)
         workflow = workflow_of(run)
         now = app.clock.now()

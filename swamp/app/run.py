@@ -11,7 +11,6 @@ from ..domain.definition import Workflow
 from ..domain.run import WorkflowRun
 from ..engine.executor import WorkflowExecutor
 from ..engine.ports import HOSTED_RUNS, Emit, EngineServices
-from ..store.claim import RunClaim
 from .context import App
 from .supersede import supersede
 from .views import run_document
@@ -51,7 +50,7 @@ def run_workflow(
         }
     )
     superseded = supersede(app, workflow, run)
-    with RunClaim(app.layout, run.id, purpose="run"):
+    with app.claim(run.id, purpose="run"):
         WorkflowExecutor(workflow, run, engine_services(app, emit, run.id)).execute()
     doc = run_document(app, run)
     doc["superseded"] = superseded

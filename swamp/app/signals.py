@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 from collections.abc import Callable
 from typing import Any
 
 from ..domain.errors import RunNotFound, SwampError
 from ..domain.run import JobRun, StepRun, WorkflowRun, iso
 from ..domain.waits import SignalReceipt, SignalWait, WaitNotFound, check_wait_id, example_value
-from ..store.claim import RunClaim, is_held
 from .context import App
 
 
@@ -45,7 +43,7 @@ def _open_while_executing(app: App, run: WorkflowRun, wait_id: str) -> tuple[Job
     for job, step in run.steps():
         wait = step.wait
         if wait is not None and wait.waitId == wait_id and step.status == "waiting" and wait.outcome is None:
-            return (job, step) if is_held(app.layout, run.id) else None
+            return (job, step) if app.claim_held(run.id) else None
     return None
 
 
@@ -122,12 +120,12 @@ def signal(
         # The schema is captured once per wait ID and never changes; check again only if it did.
         return [] if schema == checked_schema else app.validation.problems(value, schema)
 
-    with RunClaim(app.layout, found.id, timeout=claim_timeout, purpose="signal"):
+    with app.claim(found.id, timeout=claim_timeout, purpose="signal"):
         try:
             run = app.runs.load(found.workflowId, found.id)
         except RunNotFound:
             raise _unknown(wait_id) from None
-        if os.path.lexists(f"{app.layout.datastore}/held/{wait_id}.json"):
+        if app.held.exists(wait_id):
             from .held import settle_claimed  # an early signal held for this wait comes first
 
             settle_claimed(app, run)

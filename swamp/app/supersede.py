@@ -8,13 +8,11 @@ delivered message is never dropped.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ..domain.definition import Workflow
 from ..domain.run import WorkflowRun
 from ..engine.executor import step_levels
-from ..store.claim import RunClaim
 from ..store.runs import inputs_digest
 from .context import App
 
@@ -31,7 +29,7 @@ def supersede(app: App, workflow: Workflow, new_run: WorkflowRun) -> list[dict[s
     for old in runs:
         if old.status != "suspended" or old.inputs != new_run.inputs:
             continue
-        claim = RunClaim(app.layout, old.id, purpose="supersede")
+        claim = app.claim(old.id, purpose="supersede")
         if not claim.try_acquire():
             report.append({"runId": old.id, "action": "skipped", "reason": "busy"})
             continue
@@ -63,7 +61,7 @@ def keep_reason(run: WorkflowRun, app: App) -> dict[str, Any] | None:
         s.reservedWaitId
         for _, s in run.reserved_waits()
         if s.reservedWaitId is not None
-        and os.path.lexists(f"{app.layout.datastore}/held/{s.reservedWaitId}.json")
+        and app.held.exists(s.reservedWaitId)
     ]
     if held:  # an early signal was answered as held: it is applied when its step opens (WAIT-077)
         return {"reason": "signal_held", "waitIds": held}

@@ -12,7 +12,7 @@ from .context import App
 def run_document(app: App, run: WorkflowRun) -> dict[str, Any]:
     doc = run.to_dict()
     doc.pop("definition", None)
-    doc["path"] = app.runs.relative_path(run)
+    doc["path"] = app.runs.location(run)
     if run.status == "suspended":
         doc.update(suspension(app, run))
     return doc

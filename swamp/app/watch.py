@@ -24,9 +24,7 @@ from typing import Any
 from ..domain.errors import ShuttingDown
 from ..domain.run import WorkflowRun, iso
 from ..engine.ports import Emit
-from ..store.claim import is_held
 from ..store.journal import RunJournal
-from ..store.notify import Changes
 from .context import App
 from .views import run_document
 
@@ -54,10 +52,9 @@ def watch_run(
     stop = WATCH_STOP.get()
     found = app.runs.find(run_ref)
     journal = RunJournal(app.layout)
-    record = app.runs.path_for(found.workflowId, found.id)
     deadline = None if timeout is None else time.monotonic() + timeout
     # Armed before the first read, so a change between that read and the first wait is seen.
-    with Changes([str(record), journal.path(found.id)]) as changes:
+    with app.store.run_changes(found, journal.path(found.id)) as changes:
         follower = journal.follow(found.id)
         run = app.runs.load(found.workflowId, found.id)
         send(status_event(app, run))
@@ -104,14 +101,14 @@ def result(app: App, run: WorkflowRun, outcome: str) -> dict[str, Any]:
 def _interrupted(app: App, run: WorkflowRun) -> bool:
     """Recorded running, and nobody holds its claim: its process is gone (read again after the
     probe, since a run that just ended lets go of its claim after its last save)."""
-    if is_held(app.layout, run.id):
+    if app.claim_held(run.id):
         return False
     return app.runs.load(run.workflowId, run.id).status == "running"
 
 
 def _settle(app: App, run_id: str, wait: Callable[[float], None] = time.sleep) -> None:
     until = time.monotonic() + SETTLE_SECONDS
-    while is_held(app.layout, run_id) and time.monotonic() < until:
+    while app.claim_held(run_id) and time.monotonic() < until:
         wait(0.02)
 
 

@@ -185,6 +185,21 @@ class StorageError(SwampError):
         )
 
 
+class StoreUnavailable(SwampError):
+    """The configured run store cannot be used from here: its driver is not installed, or the
+    address names no store this swamp knows."""
+
+    code = "store_unavailable"
+    exit_code = EXIT_FAILED
+
+
+class StoreSchemaMismatch(SwampError):
+    """The database's schema is older or newer than this swamp (`swamp store migrate`)."""
+
+    code = "store_schema_mismatch"
+    exit_code = EXIT_FAILED
+
+
 class UnsafeShellText(SwampError):
     """An expression in a shell argument sits where its value cannot be kept as data (MODEL-015)."""
 

@@ -19,9 +19,9 @@ HOOK_NAMES = ("waitOpened", "waitSettled", "waitExpired")
 HOOK_KEYS = ("command", "timeout")
 DEFAULT_HOOK_TIMEOUT = 30
 MAX_HOOK_TIMEOUT = 3600
-# Top-level keys. Issue 17 adds `store:` (which run store the repository uses) here and in
-# parse_settings.
-TOP_KEYS = ("version", "hooks")
+# Top-level keys. `store` names where run state lives: a PostgreSQL URL (`postgresql://...`) or a
+# libpq service (`service=name`); absent, the file store under .swamp/ (SWAMP_STORE_URL overrides).
+TOP_KEYS = ("version", "hooks", "store")
 
 EXAMPLE = 'hooks: {waitOpened: {command: "sh hooks/notify.sh", timeout: 30}}'
 
@@ -55,20 +55,25 @@ class Hook:
 
 
 class Settings:
-    __slots__ = ("hooks", "version")
+    __slots__ = ("hooks", "store", "version")
 
-    def __init__(self, version: int = 1, hooks: tuple[Hook, ...] = ()) -> None:
+    def __init__(self, version: int = 1, hooks: tuple[Hook, ...] = (), store: str | None = None) -> None:
         self.version = version
         self.hooks = hooks
+        self.store = store  # None: the file store
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Settings) and (self.version, self.hooks) == (other.version, other.hooks)
+        return isinstance(other, Settings) and (self.version, self.hooks, self.store) == (
+            other.version,
+            other.hooks,
+            other.store,
+        )
 
     def __hash__(self) -> int:
-        return hash((self.version, self.hooks))
+        return hash((self.version, self.hooks, self.store))
 
     def __repr__(self) -> str:
-        return f"Settings(version={self.version!r}, hooks={self.hooks!r})"
+        return f"Settings(version={self.version!r}, hooks={self.hooks!r}, store={self.store!r})"
 
     def hooks_for(self, event: dict[str, Any]) -> list[Hook]:
         """The hooks an event of `run_changes` runs (HOOK-004), in HOOK_NAMES order."""
@@ -113,7 +118,41 @@ def parse_settings(doc: Any) -> Settings:
     version = doc.get("version", 1)
     if version != 1 or isinstance(version, bool):
         raise _refuse("version", f"is {version!r}", "write `version: 1` (the only version there is)")
-    return Settings(version=1, hooks=_hooks(doc.get("hooks")))
+    return Settings(version=1, hooks=_hooks(doc.get("hooks")), store=_store(doc.get("store")))
+
+
+def _store(raw: Any) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not is_store_address(raw):
+        raise _refuse(
+            "store",
+            f"is {raw!r:.80}, not a PostgreSQL address",
+            "write `store: postgresql://host/dbname` or `store: service=NAME` (a libpq service); "
+            "passwords belong in PGPASSWORD, ~/.pgpass or the service file, never here",
+        )
+    if _has_password(raw):
+        raise _refuse(
+            "store",
+            "holds a password",
+            "remove it, and put it in PGPASSWORD, ~/.pgpass or the libpq service file instead",
+        )
+    return raw
+
+
+def is_store_address(text: str) -> bool:
+    """A PostgreSQL URL or a libpq service name (`service=NAME`)."""
+    return text.startswith(("postgresql://", "postgres://")) or (
+        text.startswith("service=") and len(text) > 8 and " " not in text
+    )
+
+
+def _has_password(address: str) -> bool:
+    if address.startswith("service="):
+        return False
+    rest = address.split("://", 1)[1]
+    credentials = rest.split("@", 1)[0] if "@" in rest.split("/", 1)[0] else ""
+    return ":" in credentials or "password=" in address.lower()
 
 
 def _hooks(raw: Any) -> tuple[Hook, ...]:

@@ -385,7 +385,6 @@ class Server:
         """Fail expired waits at their deadline (reason wait_timeout); continue under --auto-continue."""
         from ..app.context import App
         from ..app.run import workflow_of
-        from ..store.claim import RunClaim
 
         while not self.shutting_down.wait(self.options.deadline_interval):
             try:
@@ -404,7 +403,7 @@ class Server:
                 if run.status != "suspended":
                     continue
                 due = [s for _, s in run.unsettled_waits() if s.wait is not None and s.wait.is_expired(now)]
-                claim = RunClaim(app.layout, run.id, purpose="serve deadlines")
+                claim = app.claim(run.id, purpose="serve deadlines")
                 if not claim.try_acquire():
                     continue
                 expired = []

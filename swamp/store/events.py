@@ -77,6 +77,7 @@ class EventLog:
         # Where the last read ended: (epoch, seq, segment first seq, byte offset), so a follower
         # reads only what was appended since instead of its whole segment again.
         self._hint: tuple[str, int, int, int] | None = None
+        self.where = self.folder
         self.warned = False  # a failed append was reported (app/publish.py says it once)
 
     # -- writing ----------------------------------------------------------------------------------
@@ -195,6 +196,12 @@ class EventLog:
 
     def _path(self, epoch: str, first: int) -> str:
         return f"{self.folder}/{epoch}-{first:012d}.jsonl"
+
+    def changes(self) -> Any:
+        """Wakes a subscriber when the log's folder changes (inotify where there is one)."""
+        from .notify import Changes
+
+        return Changes([], folders=[self.folder])
 
     def latest(self) -> str | None:
         """The cursor of the last event (of the log's start when it has none; None: no log yet)."""

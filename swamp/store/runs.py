@@ -59,8 +59,7 @@ class _IndexDamaged(Exception):
     """An active-run index entry (or the folder) cannot be read: the index is rebuilt."""
 
 
-# Told, after each save, the state the run was loaded in (None: never saved) and the run as saved.
-OnChange = Callable[[RunState | None, WorkflowRun], None]
+OnChange = Callable[[RunState | None, WorkflowRun], None]  # see app/ports.py
 
 
 class RunRepository:
@@ -97,6 +96,27 @@ class RunRepository:
 
     def relative_path(self, run: WorkflowRun) -> str:
         return self._shown(self._record_file(run.workflowId, run.id))
+
+    def location(self, run: WorkflowRun) -> str:
+        return self.relative_path(run)
+
+    def audit_location(self, run: WorkflowRun) -> str:
+        return self._audit_file(run)
+
+    def save_with_audit(
+        self, run: WorkflowRun, entry: dict[str, object], *, settled_only: bool = False
+    ) -> None:
+        """The record, then the entry (a crash between them loses the entry, never the record)."""
+        self.save(run, settled_only=settled_only)
+        self.append_audit(run, entry)
+
+    def workflow_ids(self) -> list[str]:
+        base = self.layout.runs_dir
+        try:
+            self._no_links(str(base))
+            return sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+        except OSError as exc:
+            raise StorageError.from_os_error(exc, "list the run records under") from None
 
     def save(self, run: WorkflowRun, *, settled_only: bool = False) -> None:
         """Write the run's record durably, its wait pointers and its active-run entry first.

@@ -95,4 +95,6 @@ def settings_document(settings: Settings) -> dict[str, Any]:
         doc["hooks"] = {
             hook.name: {"command": hook.command, "timeout": hook.timeout} for hook in settings.hooks
         }
+    if settings.store is not None:
+        doc["store"] = settings.store
     return doc

@@ -1,0 +1,43 @@
+"""Which run store a repository uses: SWAMP_STORE_URL, else `store:` in .swamp.yaml, else files."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ..domain.errors import StoreUnavailable
+from ..domain.settings import Settings, is_store_address
+from .repo import RepoLayout
+
+if TYPE_CHECKING:
+    from ..app.ports import Store
+
+STORE_ENV = "SWAMP_STORE_URL"
+
+
+def store_address(settings: Settings) -> str | None:
+    """The PostgreSQL address run state lives at, or None for the file store."""
+    from_env = os.environ.get(STORE_ENV)
+    if from_env:
+        if from_env == "file":  # the file store, whatever .swamp.yaml says
+            return None
+        if not is_store_address(from_env):
+            raise StoreUnavailable(
+                f"{STORE_ENV} is {from_env[:80]!r}, not a store address; set it to "
+                "postgresql://host/dbname, service=NAME (a libpq service) or file, or unset it",
+                {"store": from_env[:200], "source": STORE_ENV},
+            )
+        return from_env
+    return settings.store
+
+
+def open_store(layout: RepoLayout, settings: Settings) -> Store:
+    address = store_address(settings)
+    if address is None:
+        from .filestore import FileStore
+
+        return FileStore(layout)
+    from .pg import open_pg_store  # raises StoreUnavailable when psycopg is not installed
+
+    store: Store = open_pg_store(address, layout)
+    return store

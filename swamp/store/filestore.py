@@ -1,0 +1,65 @@
+"""The file store: run state under the repository's `.swamp/` folder (the embedded default).
+
+Each service is today's on-disk code (runs.py, claim.py, held.py, events.py, notify.py); this
+module only bundles them behind the store port (app/ports.py).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from .repo import RepoLayout
+
+if TYPE_CHECKING:
+    from ..app.ports import OnChange, Waiter
+    from ..domain.run import WorkflowRun
+    from .claim import RunClaim
+    from .events import EventLog
+    from .held import HeldStore
+    from .runs import RunRepository
+
+
+class FileStore:
+    kind = "file"
+
+    def __init__(self, layout: RepoLayout):
+        self.layout = layout
+
+    def runs(self, on_change: OnChange | None) -> RunRepository:
+        from .runs import RunRepository
+
+        return RunRepository(self.layout, on_change=on_change)
+
+    def claim(self, run_id: str, *, timeout: float | None = None, purpose: str = "") -> RunClaim:
+        from .claim import RunClaim
+
+        return RunClaim(self.layout, run_id, timeout=timeout, purpose=purpose)
+
+    def claim_held(self, run_id: str) -> bool:
+        from .claim import is_held
+
+        return is_held(self.layout, run_id)
+
+    def held(self) -> HeldStore:
+        from .held import HeldStore
+
+        return HeldStore(self.layout)
+
+    def events(self) -> EventLog:
+        from .events import EventLog
+
+        return EventLog(self.layout)
+
+    def run_changes(self, run: WorkflowRun, journal_path: str) -> AbstractContextManager[Waiter]:
+        from .notify import Changes
+        from .runs import RunRepository
+
+        record = RunRepository(self.layout).path_for(run.workflowId, run.id)
+        return Changes([str(record), journal_path])
+
+    def status(self) -> dict[str, Any]:
+        return {"kind": self.kind, "location": ".swamp", "schemaVersion": None, "current": True}
+
+    def close(self) -> None:
+        pass
