@@ -1,0 +1,122 @@
+"""Connections to the PostgreSQL store: one per thread, in autocommit, each failure said plainly.
+
+Why one per thread: a claim is a session advisory lock (claim.py), and a session lock is
+re-entrant within its session; with one connection per thread, two threads of one `swamp serve`
+contend for a run exactly as two processes do. A thread's connection is made on first use and made
+again after the database went away (a restart), so a long-lived serve recovers by itself.
+
+The address is libpq's (a `postgresql://` URL or `service=NAME`); passwords come from libpq's own
+places (PGPASSWORD, ~/.pgpass, the service file). The schema swamp's tables live in is the first of
+the connection's search_path (`?options=-csearch_path%3Dname` picks one; the default is `public`):
+the conformance runner gives each scenario its own schema in one database this way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+
+from ...domain.errors import StorageError
+
+CONNECT_TIMEOUT = 10  # seconds: a host that does not answer is refused, never waited for forever
+_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@|(password=)\S+", re.IGNORECASE)
+
+
+def redact(address: str) -> str:
+    """The address without a password, fit to show and to log."""
+    return _PASSWORD.sub(lambda m: (m.group(1) + "***@") if m.group(1) else m.group(2) + "***", address)
+
+
+class Database:
+    def __init__(self, address: str):
+        self.address = address
+        self.shown = redact(address)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._opened: list[psycopg.Connection[Any]] = []
+        self._schema: str | None = None
+
+    # -- connections --------------------------------------------------------------------------------
+
+    def connection(self) -> psycopg.Connection[Any]:
+        """This thread's connection (autocommit), made on first use or after it broke."""
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = self.connect()
+            self._local.conn = conn
+        return conn
+
+    def connect(self) -> psycopg.Connection[Any]:
+        """A new connection of its own (LISTEN, a held claim): the caller closes it."""
+        with self.errors("connect to"):
+            conn = psycopg.connect(
+                self.address, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="swamp"
+            )
+        with self._lock:
+            self._opened = [c for c in self._opened if not c.closed]
+            self._opened.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for conn in opened:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction on this thread's connection: committed on leaving, rolled back on error."""
+        conn = self.connection()
+        with self.errors("write to"), conn.transaction():
+            yield conn
+
+    def execute(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """Run one statement on this thread's connection (autocommit); its rows, if any."""
+        conn = self.connection()
+        with self.errors("read from"):
+            cur = conn.execute(sql, params)  # type: ignore[arg-type]
+            return cur.fetchall() if cur.description is not None else []
+
+    @contextlib.contextmanager
+    def errors(self, doing: str) -> Iterator[None]:
+        """A database that cannot be reached (or went away mid-statement) as storage_error, with the
+        next step; the thread's broken connection is dropped so the next call connects again."""
+        try:
+            yield
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            conn = getattr(self._local, "conn", None)
+            if conn is not None and (conn.closed or conn.broken):
+                self._local.conn = None
+            reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise StorageError(
+                f"Could not {doing} the PostgreSQL store at {self.shown}: {reason}; check that the "
+                "database is running and reachable from this host (swamp store status), then retry",
+                {"path": None, "errno": None, "store": self.shown},
+            ) from None
+
+    # -- the schema ---------------------------------------------------------------------------------
+
+    @property
+    def schema(self) -> str:
+        """The schema swamp's tables live in: current_schema(), or the first of the search_path
+        when that schema does not exist yet (store migrate creates it)."""
+        if self._schema is None:
+            rows = self.execute("SELECT current_schema(), current_setting('search_path')")
+            current, path = rows[0]
+            if current is None:
+                first = path.split(",")[0].strip()
+                current = first[1:-1].replace('""', '"') if first.startswith('"') else first
+                if current == "$user":
+                    current = "public"
+            self._schema = str(current)
+        return self._schema
+
+    def channel(self, name: str) -> str:
+        """A LISTEN/NOTIFY channel of this store's schema (schemas of one database never cross)."""
+        return f"swamp.{self.schema}.{name}"[:63]

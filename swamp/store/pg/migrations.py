@@ -1,0 +1,142 @@
+"""The PostgreSQL store's schema, as numbered migrations (`swamp store migrate`).
+
+Each migration is applied once, in order, in one transaction that also records the new version in
+`swamp_meta`, under a transaction-scoped advisory lock so two hosts never migrate at once (the
+second waits, then finds nothing left to do). A command refuses a database whose version is not
+this swamp's (older: migrate it; newer: upgrade swamp), with `store_schema_mismatch`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from psycopg import sql
+
+from ...domain.errors import StoreSchemaMismatch
+from .connection import Database
+
+MIGRATE_LOCK = 0x5357414D50  # "SWAMP": the advisory lock key migrations hold
+
+# Tables (unqualified: they live in the connection's first search_path schema):
+#   swamp_meta  key/value: schema_version, events_epoch (8 hex digits), events_seq (last cursor)
+#   runs        one row per run: the record's JSON text, and the columns the indexes need
+#   waits       the wait index: wait ID -> the run that holds (or held, or reserved) it
+#   audit       the audit trail, one row per entry, in insertion order per run
+#   held        signals held for waits that have not opened or whose run was busy
+#   events      published changes, seq gap-free in commit order (events_seq is bumped under a lock)
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE TABLE swamp_meta (key text PRIMARY KEY, value text NOT NULL);
+        CREATE TABLE runs (
+            run_id text PRIMARY KEY,
+            workflow_id text NOT NULL,
+            workflow_name text NOT NULL,
+            status text NOT NULL,
+            inputs_sha256 text NOT NULL,
+            next_deadline timestamptz,
+            created_at text NOT NULL,
+            record text NOT NULL
+        );
+        CREATE INDEX runs_supersede ON runs (workflow_id, inputs_sha256, status);
+        CREATE INDEX runs_active ON runs (workflow_id, status)
+            WHERE status IN ('pending', 'running', 'suspended');
+        CREATE INDEX runs_history ON runs (workflow_id, created_at DESC, run_id DESC);
+        CREATE INDEX runs_prefix ON runs (run_id text_pattern_ops);
+        CREATE INDEX runs_name ON runs (workflow_name);
+        CREATE TABLE waits (
+            wait_id text PRIMARY KEY,
+            run_id text NOT NULL,
+            workflow_id text NOT NULL
+        );
+        CREATE INDEX waits_prefix ON waits (wait_id text_pattern_ops);
+        CREATE INDEX waits_run ON waits (run_id);
+        CREATE TABLE audit (
+            id bigserial PRIMARY KEY,
+            run_id text NOT NULL,
+            entry text NOT NULL
+        );
+        CREATE INDEX audit_run ON audit (run_id, id);
+        CREATE TABLE held (
+            wait_id text PRIMARY KEY,
+            run_id text NOT NULL,
+            body text NOT NULL
+        );
+        CREATE TABLE events (
+            seq bigint PRIMARY KEY,
+            run_id text,
+            kind text NOT NULL,
+            body text NOT NULL,
+            at timestamptz NOT NULL DEFAULT now()
+        );
+        """,
+    ),
+]
+CURRENT = MIGRATIONS[-1][0]
+
+
+def schema_version(db: Database) -> int:
+    """The database's schema version; 0 when swamp's tables are not there."""
+    rows = db.execute(
+        "SELECT CASE WHEN current_schema() IS NULL THEN false "
+        "ELSE to_regclass(format('%I.swamp_meta', current_schema())) IS NOT NULL END"
+    )
+    if not rows[0][0]:
+        return 0
+    found = db.execute("SELECT value FROM swamp_meta WHERE key = 'schema_version'")
+    return int(found[0][0]) if found else 0
+
+
+def check_version(db: Database) -> None:
+    """Refuse a database whose schema is not this swamp's (store_schema_mismatch)."""
+    version = schema_version(db)
+    if version == CURRENT:
+        return
+    where = f"{db.shown} (schema {db.schema})"
+    if version == 0:
+        raise StoreSchemaMismatch(
+            f"The PostgreSQL store at {where} has no swamp tables yet; create them with: "
+            "swamp store migrate",
+            {"store": db.shown, "schemaVersion": 0, "expected": CURRENT},
+        )
+    if version < CURRENT:
+        raise StoreSchemaMismatch(
+            f"The PostgreSQL store at {where} is at schema version {version}, older than this swamp's "
+            f"{CURRENT}; upgrade it with: swamp store migrate",
+            {"store": db.shown, "schemaVersion": version, "expected": CURRENT},
+        )
+    raise StoreSchemaMismatch(
+        f"The PostgreSQL store at {where} is at schema version {version}, newer than this swamp's "
+        f"{CURRENT}; upgrade swamp on this host (another host migrated the database)",
+        {"store": db.shown, "schemaVersion": version, "expected": CURRENT},
+    )
+
+
+def migrate(db: Database) -> dict[str, Any]:
+    """Apply what is missing, under the migration lock; {"from": v, "to": CURRENT, "applied": [...]}.
+    A database newer than this swamp is refused, never touched."""
+    schema = db.schema
+    with db.transaction() as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
+        before = schema_version(db)
+        if before > CURRENT:
+            check_version(db)  # raises: newer than this swamp
+        applied = []
+        for version, statements in MIGRATIONS:
+            if version <= before:
+                continue
+            conn.execute(statements)  # type: ignore[arg-type]
+            applied.append(version)
+        if applied:
+            epoch = os.urandom(4).hex()
+            conn.execute(
+                "INSERT INTO swamp_meta (key, value) VALUES ('schema_version', %s), "
+                "('events_epoch', %s), ('events_seq', '0') "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value WHERE swamp_meta.key = 'schema_version'",
+                (str(CURRENT), epoch),
+            )
+    return {"from": before, "to": CURRENT, "applied": applied, "schema": schema}
