@@ -136,7 +136,8 @@ def migrate(db: Database) -> dict[str, Any]:
             conn.execute(
                 "INSERT INTO swamp_meta (key, value) VALUES ('schema_version', %s), "
                 "('events_epoch', %s), ('events_seq', '0') "
-                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value WHERE swamp_meta.key = 'schema_version'",
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value "
+                "WHERE swamp_meta.key = 'schema_version'",
                 (str(CURRENT), epoch),
             )
     return {"from": before, "to": CURRENT, "applied": applied, "schema": schema}
