@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .store import PgStore
 
 
-def open_pg_store(address: str, layout: RepoLayout) -> PgStore:
+def open_pg_store(address: str, layout: RepoLayout | None) -> PgStore:
     try:
         import psycopg  # noqa: F401
     except ImportError:

@@ -21,6 +21,7 @@ MIGRATE_LOCK = 0x5357414D50  # "SWAMP": the advisory lock key migrations hold
 # Tables (unqualified: they live in the connection's first search_path schema):
 #   swamp_meta  key/value: schema_version, events_epoch (8 hex digits), events_seq (last cursor)
 #   runs        one row per run: the record's JSON text, and the columns the indexes need
+#               (next_deadline_iso: the earliest open deadline as the record writes it)
 #   waits       the wait index: wait ID -> the run that holds (or held, or reserved) it
 #   audit       the audit trail, one row per entry, in insertion order per run
 #   held        signals held for waits that have not opened or whose run was busy
@@ -37,6 +38,7 @@ MIGRATIONS: list[tuple[int, str]] = [
             status text NOT NULL,
             inputs_sha256 text NOT NULL,
             next_deadline timestamptz,
+            next_deadline_iso text,
             created_at text NOT NULL,
             record text NOT NULL
         );
@@ -97,8 +99,7 @@ def check_version(db: Database) -> None:
     where = f"{db.shown} (schema {db.schema})"
     if version == 0:
         raise StoreSchemaMismatch(
-            f"The PostgreSQL store at {where} has no swamp tables yet; create them with: "
-            "swamp store migrate",
+            f"The PostgreSQL store at {where} has no swamp tables yet; create them with: swamp store migrate",
             {"store": db.shown, "schemaVersion": 0, "expected": CURRENT},
         )
     if version < CURRENT:
