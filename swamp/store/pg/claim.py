@@ -16,14 +16,14 @@ import math
 import os
 import socket
 from types import TracebackType
-
-import psycopg
+from typing import Any
 
 from ...domain.errors import ClaimTimeout
 from ..claim import DEFAULT_TIMEOUT, default_timeout
 from .connection import Database
 
 _KEY = "hashtextextended(%s, 0)"
+LOCK_NOT_AVAILABLE = "55P03"
 _HOLDER = (
     "SELECT a.application_name, a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
     "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
@@ -49,7 +49,7 @@ class PgClaim:
         chosen = default_timeout() if timeout is None else timeout
         self.timeout = chosen if math.isfinite(chosen) and chosen >= 0 else DEFAULT_TIMEOUT
         self.purpose = purpose
-        self._conn: psycopg.Connection[object] | None = None
+        self._conn: Any = None
 
     def _application_name(self) -> str:
         return f"swamp {self.purpose or 'claim'} pid {os.getpid()}@{socket.gethostname()}"[:63]
@@ -70,7 +70,9 @@ class PgClaim:
                     "set_config('lock_timeout', %s, true), pg_advisory_lock(" + _KEY + ")",
                     (self._application_name(), f"{millis}ms", name),
                 )
-            except psycopg.errors.LockNotAvailable:  # an OperationalError: not storage_error
+            except Exception as exc:  # lock_not_available (55P03): psycopg calls it operational
+                if getattr(exc, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+                    raise
                 refused = True
         if refused:
             self._refuse()
@@ -109,7 +111,7 @@ class PgClaim:
         conn, self._conn = self._conn, None
         if conn is None or conn.closed or conn.broken:
             return  # the session ended, and its lock with it
-        with contextlib.suppress(psycopg.Error):
+        with contextlib.suppress(Exception):  # a session that broke released its locks
             conn.execute(
                 "SELECT pg_advisory_unlock(" + _KEY + "), set_config('application_name', 'swamp', false)",
                 (_lock_name(self.db, self.run_id),),

@@ -22,13 +22,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import psycopg
-from psycopg import sql
-
 from ...domain.errors import CursorExpired, CursorInvalid
 from ..events import _is_cursor, _seq, cursor_of
 from ..notify import POLL_SECONDS, Changes
-from .connection import Database
+from .connection import Database, quote_ident
 
 KEEP = 100_000  # events kept; older cursors are refused with cursor_expired
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -68,8 +65,11 @@ class PgEventLog:
                 run_id = event.get("runId")
                 run = run_id if isinstance(run_id, str) else None
                 rows.append((seq, run, str(event.get("event", "")), _encode(event)))
-            with conn.cursor() as cur:
-                cur.executemany("INSERT INTO events (seq, run_id, kind, body) VALUES (%s, %s, %s, %s)", rows)
+            conn.execute(
+                "INSERT INTO events (seq, run_id, kind, body) VALUES "
+                + ", ".join(["(%s, %s, %s, %s)"] * len(rows)),
+                [value for row in rows for value in row],
+            )
             if last // 1000 != (first - 1) // 1000:  # now and then: the oldest beyond KEEP go
                 conn.execute("DELETE FROM events WHERE seq <= %s", (last - KEEP,))
             conn.execute("SELECT pg_notify(%s, %s)", (self.db.channel("events"), cursors[-1]))
@@ -146,7 +146,7 @@ class Listener:
         self.channel = db.channel(channel)
         self.payload = payload
         self.files = list(files)
-        self._conn: psycopg.Connection[Any] | None = None
+        self._conn: Any = None  # psycopg's (lean.py reads no notifications)
         self._changes: Changes | None = None
 
     def __enter__(self) -> Listener:
@@ -170,7 +170,7 @@ class Listener:
     def _listen(self) -> None:
         conn = self.db.connect()
         with self.db.errors("listen to"):
-            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+            conn.execute(f"LISTEN {quote_ident(self.channel)}")
         self._conn = conn
 
     def _drain(self) -> bool:
@@ -185,7 +185,7 @@ class Listener:
             while (note := pg.notifies()) is not None:
                 if self.payload is None or note.extra.decode("utf-8", "replace") == self.payload:
                     woken = True
-        except psycopg.Error:
+        except Exception:  # psycopg.Error: the connection broke
             woken = True
         if conn.closed or conn.broken or pg.status != 0:  # CONNECTION_OK is 0
             with contextlib.suppress(Exception):

@@ -11,10 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from psycopg import sql
-
 from ...domain.errors import StoreSchemaMismatch
-from .connection import Database
+from .connection import Database, quote_ident
 
 MIGRATE_LOCK = 0x5357414D50  # "SWAMP": the advisory lock key migrations hold
 
@@ -121,8 +119,8 @@ def migrate(db: Database) -> dict[str, Any]:
     schema = db.schema
     with db.transaction() as conn:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
-        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
-        conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}")
+        conn.execute(f"SET LOCAL search_path TO {quote_ident(schema)}")
         before = schema_version(db)
         if before > CURRENT:
             check_version(db)  # raises: newer than this swamp
@@ -130,7 +128,9 @@ def migrate(db: Database) -> dict[str, Any]:
         for version, statements in MIGRATIONS:
             if version <= before:
                 continue
-            conn.execute(statements)  # type: ignore[arg-type]
+            for statement in statements.split(";"):  # one statement per call (libpq's PQexecParams)
+                if statement.strip():
+                    conn.execute(statement)
             applied.append(version)
         if applied:
             epoch = os.urandom(4).hex()

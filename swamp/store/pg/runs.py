@@ -22,7 +22,7 @@ from ...domain.runref import check_run_ref
 from ..runs import ACTIVE, OnChange, active_entry
 from .connection import Database
 
-_ACTIVE = tuple(sorted(ACTIVE))
+_ACTIVE = "status IN (" + ", ".join(f"'{status}'" for status in sorted(ACTIVE)) + ")"
 _UPSERT = (
     "INSERT INTO runs (run_id, workflow_id, workflow_name, status, inputs_sha256, next_deadline, "
     "next_deadline_iso, created_at, record) VALUES (%s, %s, %s, %s, %s, %s::timestamptz, %s, %s, %s) "
@@ -38,6 +38,12 @@ _ENTRY_COLUMNS = "run_id, workflow_id, workflow_name, status, inputs_sha256, nex
 def like_prefix(prefix: str) -> str:
     """A LIKE pattern matching strings that start with `prefix` (its wildcards escaped)."""
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def text_array(values: list[str]) -> str:
+    """A text[] literal (both drivers pass it as text, cast in the statement)."""
+    quoted = ('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values)
+    return "{" + ",".join(quoted) + "}"
 
 
 def wait_ids_of(run: WorkflowRun) -> list[str]:
@@ -98,12 +104,12 @@ class PgRunRepository:
         with self.db.transaction() as conn:
             conn.execute(_UPSERT, row)
             if waits:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO waits (wait_id, run_id, workflow_id) VALUES (%s, %s, %s) "
-                        "ON CONFLICT (wait_id) DO NOTHING",
-                        [(w, run.id, run.workflowId) for w in waits],
-                    )
+                conn.execute(
+                    "INSERT INTO waits (wait_id, run_id, workflow_id) VALUES "
+                    + ", ".join(["(%s, %s, %s)"] * len(waits))
+                    + " ON CONFLICT (wait_id) DO NOTHING",
+                    [value for w in waits for value in (w, run.id, run.workflowId)],
+                )
             if audit is not None:
                 conn.execute(
                     "INSERT INTO audit (run_id, entry) VALUES (%s, %s)",
@@ -203,8 +209,8 @@ class PgRunRepository:
         return [str(r[0]) for r in rows]
 
     def active_entries(self, workflow_id: str | None = None) -> list[dict[str, Any]]:
-        sql = f"SELECT {_ENTRY_COLUMNS} FROM runs WHERE status = ANY(%s)"
-        params: list[Any] = [list(_ACTIVE)]
+        sql = f"SELECT {_ENTRY_COLUMNS} FROM runs WHERE {_ACTIVE}"
+        params: list[Any] = []
         if workflow_id is not None:
             sql += " AND workflow_id = %s"
             params.append(workflow_id)
@@ -243,15 +249,15 @@ class PgRunRepository:
 
     def active_runs(self, workflow_id: str | None = None) -> tuple[list[WorkflowRun], list[Any]]:
         if workflow_id is None:
-            return self._runs("status = ANY(%s)", [list(_ACTIVE)])
-        return self._runs("status = ANY(%s) AND workflow_id = %s", [list(_ACTIVE), workflow_id])
+            return self._runs(_ACTIVE, [])
+        return self._runs(f"{_ACTIVE} AND workflow_id = %s", [workflow_id])
 
     def load_entries(self, entries: list[dict[str, Any]]) -> tuple[list[WorkflowRun], list[Any]]:
         """The runs behind index entries that are still active."""
         ids = [str(e["runId"]) for e in entries]
         if not ids:
             return [], []
-        return self._runs("run_id = ANY(%s) AND status = ANY(%s)", [ids, list(_ACTIVE)])
+        return self._runs(f"run_id = ANY(%s::text[]) AND {_ACTIVE}", [text_array(ids)])
 
     def list_runs(self, workflow_id: str | None = None) -> tuple[list[WorkflowRun], list[Any]]:
         if workflow_id is None:
