@@ -118,6 +118,7 @@ def migrate(db: Database) -> dict[str, Any]:
     A database newer than this swamp is refused, never touched."""
     schema = db.schema
     with db.transaction() as conn:
+        conn.execute("SET LOCAL client_min_messages TO warning")  # no NOTICE on stderr
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}")
         conn.execute(f"SET LOCAL search_path TO {quote_ident(schema)}")
