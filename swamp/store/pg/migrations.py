@@ -44,6 +44,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX runs_active ON runs (workflow_id, status)
             WHERE status IN ('pending', 'running', 'suspended');
         CREATE INDEX runs_history ON runs (workflow_id, created_at DESC, run_id DESC);
+        CREATE INDEX runs_recent ON runs (created_at DESC, run_id DESC);
         CREATE INDEX runs_prefix ON runs (run_id text_pattern_ops);
         CREATE INDEX runs_name ON runs (workflow_name);
         CREATE TABLE waits (
