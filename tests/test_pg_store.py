@@ -276,8 +276,8 @@ def test_waits_history_and_supersede_read_no_finished_record(pg_repo: Repo, db: 
         rows.append((copy["id"], copy["workflowId"], copy["workflowName"], json.dumps(copy)))
     with db.cursor() as cur:
         cur.executemany(
-            "INSERT INTO runs (run_id, workflow_id, workflow_name, status, inputs_sha256, created_at, record) "
-            "VALUES (%s, %s, %s, 'succeeded', '', '2025-01-01T00:00:00.000Z', %s)",
+            "INSERT INTO runs (run_id, workflow_id, workflow_name, status, inputs_sha256, created_at, "
+            "record) VALUES (%s, %s, %s, 'succeeded', '', '2025-01-01T00:00:00.000Z', %s)",
             rows,
         )
     parsed: list[str] = []
