@@ -315,14 +315,18 @@ class StoreStatus(TypedDict):
     runs: int
 
 
-class StoreMigrated(TypedDict):
-    """`store.migrate` (STORE-006)."""
-
-    kind: Literal["file", "postgresql"]
-    location: str
-    schema: str | None
-    to: int | None
-    applied: list[int]
+# `store.migrate` (STORE-006): the functional form, since `from` is a Python keyword.
+StoreMigrated = TypedDict(
+    "StoreMigrated",
+    {
+        "kind": Literal["file", "postgresql"],
+        "location": str,
+        "schema": str | None,
+        "from": int | None,
+        "to": int | None,
+        "applied": list[int],
+    },
+)
 
 
 class ServeStatus(TypedDict):
