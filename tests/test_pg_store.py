@@ -333,3 +333,22 @@ def test_sixteen_signals_from_sixteen_processes_are_all_accepted(pg_repo: Repo, 
     assert set(receipts) == set(waits)
     accepted = {e["waitId"]: e["signalId"] for e in doc["audit"] if e["code"] == "accepted"}
     assert accepted == receipts
+
+
+# -- hooks: the outcome goes to the run's audit trail in the database ----------------------------------
+
+
+def test_a_hook_outcome_reaches_the_audit_trail_in_the_database(pg_repo: Repo, db: Any) -> None:
+    settings = 'version: 1\nhooks:\n  waitOpened: {command: "echo oops >&2; exit 7", timeout: 20}\n'
+    (pg_repo.root / ".swamp.yaml").write_text(settings, encoding="utf-8")
+    waits_workflow(pg_repo, "hooked", 1)
+    wait_id = pg_repo.swamp("workflow", "run", "hooked", "--json").json["waits"][0]["waitId"]
+
+    def hooks() -> list[dict[str, Any]]:
+        shown = pg_repo.swamp("workflow", "wait", "show", wait_id, "--json")
+        assert shown.code == 0, shown
+        return list(shown.json.get("hooks") or [])
+
+    found = until(hooks, "the hook's outcome in wait show")
+    assert found[0]["code"] == "hook_failed" and found[0]["exitCode"] == 7 and found[0]["stderr"] == "oops\n"
+    assert not list((pg_repo.root / ".swamp").rglob("*.audit.jsonl"))
