@@ -81,9 +81,14 @@ def migrate_new(layout: RepoLayout) -> dict[str, Any] | None:
     """`repo init`: a PostgreSQL store with no swamp tables yet gets them; None for the file
     store or a database that already has them (a database at another version is left alone:
     the first command that uses it says what to do)."""
+    from ..domain.settings import SettingsInvalid
     from ..store.settings import load_settings
 
-    address = store_address(load_settings(layout))
+    try:
+        settings = load_settings(layout)
+    except SettingsInvalid:  # repo init works whatever .swamp.yaml says (REPO-015)
+        settings = DEFAULTS
+    address = store_address(settings)
     if address is None:
         return None
     from ..store.pg import open_pg_store
