@@ -36,19 +36,9 @@ def status(repo_dir: str | None = None) -> dict[str, Any]:
     layout, address = _address(repo_dir)
     if address is None:
         assert layout is not None
-        from ..store.runs import RunRepository
+        from ..store.filestore import FileStore
 
-        runs = RunRepository(layout)
-        count = sum(1 for _ in runs.record_paths())
-        return {
-            "kind": "file",
-            "location": ".swamp",
-            "schema": None,
-            "schemaVersion": None,
-            "expected": None,
-            "current": True,
-            "runs": count,
-        }
+        return FileStore(layout).status()
     from ..store.pg import open_pg_store
 
     return open_pg_store(address, layout).status()
