@@ -47,7 +47,8 @@ def test_which_hooks_an_event_runs() -> None:
     ("doc", "key", "words"),
     [
         ({"hook": {}}, "hook", ["did you mean hooks?"]),
-        ({"store": "postgres"}, "store", ["the settings are version, hooks"]),
+        ({"store": "postgres"}, "store", ["not a PostgreSQL address", "store: postgresql://"]),
+        ({"store": "postgresql://alice:pw@db/x"}, "store", ["holds a password", "PGPASSWORD"]),
         ({"version": 2}, "version", ["version: 1"]),
         ({"version": True}, "version", []),
         ({"hooks": []}, "hooks", ["mapping"]),

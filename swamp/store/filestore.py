@@ -59,7 +59,19 @@ class FileStore:
         return Changes([str(record), journal_path])
 
     def status(self) -> dict[str, Any]:
-        return {"kind": self.kind, "location": ".swamp", "schemaVersion": None, "current": True}
+        """What `swamp store status` shows (STORE-004); `runs` counts the records."""
+        from .runs import RunRepository
+
+        runs = sum(1 for _ in RunRepository(self.layout).record_paths())
+        return {
+            "kind": self.kind,
+            "location": ".swamp",
+            "schema": None,
+            "schemaVersion": None,
+            "expected": None,
+            "current": True,
+            "runs": runs,
+        }
 
     def close(self) -> None:
         pass
