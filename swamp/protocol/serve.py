@@ -240,19 +240,14 @@ class Server:
                 return handle(request_type, payload, emit, flight.actor)
             finally:
                 WATCH_STOP.reset(token)
-        flight.continues = request_type == "workflow.approve" or (
+        auto_continues = (
             request_type == "workflow.signal" and self.options.auto_continue and not payload.get("check")
         )
+        flight.continues = request_type == "workflow.approve" or auto_continues
         try:
             data = handle(request_type, payload, emit, flight.actor)
             flight.continues_run = data.get("runId")
-            if (
-                request_type == "workflow.approve"
-                and data.get("approved")
-                or request_type == "workflow.signal"
-                and self.options.auto_continue
-                and not payload.get("check")
-            ):
+            if request_type == "workflow.approve" and data.get("approved") or auto_continues:
                 data["autoResume"] = self._continue(
                     flight, payload, data["runId"], data["workflowName"], emit
                 )
