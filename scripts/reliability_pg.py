@@ -225,9 +225,10 @@ class Trial:
                 serve.kill()
                 serve.wait()
 
-    def signal_all(self, waits: list[str], processes: int, kill_one: float | None = None) -> dict[str, str]:
+    def signal_all(self, waits: list[str], processes: int, kill_one: int | None = None) -> dict[str, str]:
         """Send each wait a signal through `processes` --jsonl processes at once (half per host);
-        `kill_one`: SIGKILL one of them after so many seconds. Returns waitId -> outcome."""
+        `kill_one`: SIGKILL the first once so many of its signals committed (mid-burst, maybe
+        mid-transaction). Returns waitId -> outcome."""
         shares = [waits[i::processes] for i in range(processes)]
         procs = [self.jsonl(self.hosts[i % 2]) for i in range(len(shares))]
         answers: list[tuple[str, str]] = [("", "")] * len(procs)
@@ -246,8 +247,8 @@ class Trial:
         for talker in talkers:
             talker.start()
         if kill_one is not None:
-            time.sleep(kill_one)
-            procs[0].kill()
+            first = shares[0]
+            self.when(lambda: self.settled(first) >= kill_one, procs[0].kill).join(BOUND)
         for talker in talkers:
             talker.join(BOUND)
         outcomes: dict[str, str] = {}
@@ -260,6 +261,28 @@ class Trial:
                 elif frame["type"] == "error" and frame["id"]:
                     outcomes[frame["id"]] = frame["error"]["code"]
         return outcomes
+
+    def settled(self, waits: list[str]) -> int:
+        """How many of `waits` hold a receipt (their signal committed)."""
+        return len(waits) - len(self.open_waits(waits)) if waits else 0
+
+    def when(self, ready: Any, act: Any) -> threading.Thread:
+        """Run `act()` once `ready()` holds (checked every 50 ms, BOUND at most)."""
+
+        def watch() -> None:
+            deadline = time.monotonic() + BOUND
+            while time.monotonic() < deadline:
+                try:
+                    if ready():
+                        break
+                except Exception:  # the database restarting: look again
+                    pass
+                time.sleep(0.05)
+            act()
+
+        thread = threading.Thread(target=watch, daemon=True)
+        thread.start()
+        return thread
 
     def statuses(self) -> Counter[str]:
         return Counter(s for (s,) in self.cluster.query(self.url, "SELECT status FROM runs"))
@@ -373,8 +396,12 @@ def trial_hosts(
         waits = [w for _, w in started]
         killer = None
         if kill == "kill-serve":
-            killer = threading.Timer(rng.uniform(0.3, 2.5), trial.serves[0].kill)
-            killer.start()
+            # Once some runs were continued: the serve may be executing one, or saving it.
+            enough = rng.randrange(1, max(2, len(waits) // 3))
+            killer = trial.when(
+                lambda: trial.out.exists() and len(trial.out.read_text().split()) >= enough,
+                trial.serves[0].kill,
+            )
         outcomes = trial.signal_all(
             waits, signallers, rng.uniform(0.2, 1.5) if kill == "kill-signaller" else None
         )
@@ -459,8 +486,8 @@ def trial_restart(base: Path, cluster: Cluster, findings: Findings, runs: int, r
         threads = [threading.Thread(target=signaller, args=(i, s)) for i, s in enumerate(shares)]
         for thread in threads:
             thread.start()
-        time.sleep(rng.uniform(0.5, 2.0))
-        cluster.restart()
+        enough = rng.randrange(2, max(3, len(waits) // 2))  # mid-burst: some signals in, more to come
+        trial.when(lambda: trial.settled(waits) >= enough, cluster.restart).join(BOUND)
         for thread in threads:
             thread.join(BOUND)
         findings.signals_sent += len(waits)

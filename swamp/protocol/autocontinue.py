@@ -13,9 +13,10 @@ run continued once when several serves follow the same store (SERVE-041).
 A claim that another process holds while the run, read without it, still waits for nothing is
 transient (the signaller saves and publishes under its claim, then lets it go; another serve saves
 the run `running` right after taking it): the worker tries again after a short, growing pause
-until the run is continued or no longer waits for nothing. The same happens while a request of
-this serve (a signal or an approve) is about to continue the run itself and stream its events
-(SERVE-019, SERVE-023): the request goes first.
+until the run is continued or no longer waits for nothing. So it does after a storage error (the
+database restarting: each thread's connection is made again on its next use), when --max-runs is
+reached, and while a request of this serve (a signal or an approve) is about to continue the run
+itself and stream its events (SERVE-019, SERVE-023): the request goes first.
 
 At start, and whenever the log could not be followed (a storage error, a cursor past the log's
 retention), the follower sweeps the active runs for suspended runs that already wait for nothing
@@ -28,7 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..domain.errors import CursorExpired, SwampError, TooManyRequests
+from ..domain.errors import CursorExpired, StorageError, SwampError, TooManyRequests
 
 if TYPE_CHECKING:
     from ..app.context import App
@@ -169,6 +170,10 @@ class Follower:
                     )
                 except TooManyRequests:
                     outcome = {"continued": False, "reason": "too_many_requests"}
+                except StorageError as exc:  # the database restarting: this thread reconnects next
+                    self.log(f"run {run_id}: auto-continue: {exc.message}; trying again")
+                    outcome = {"continued": False, "reason": "storage_error"}
+                    pause = max(pause, FIRST_PAUSE * 16)
                 except SwampError as exc:
                     self.log(f"run {run_id}: auto-continue: {exc.message}")
                     return
@@ -176,7 +181,7 @@ class Follower:
             if outcome["continued"]:
                 self.log(f"run {run_id}: auto-continued, {outcome['run']['status']}")
                 return
-            if reason not in (CLAIM_HELD, "answered_here", "too_many_requests"):
+            if reason not in (CLAIM_HELD, "answered_here", "too_many_requests", "storage_error"):
                 return  # no longer suspended, or something is open again: nothing to do
             if self.stopping.wait(pause):
                 return

@@ -5,8 +5,11 @@ Requests run concurrently; a run's claim is held only while serve executes that 
 other processes keep working on every other run. Serve adds two request types: `serve.status` and
 `cancel` (an in-flight request by its id, or a run by its ID). After the last open gate of a run is
 approved through serve, serve resumes the run itself, unless the run still waits for a signal.
-Resuming after signals stays manual unless --auto-continue; --enforce-deadlines fails expired
-waits without anyone looking. SIGTERM/SIGINT stop intake, let running steps finish up to --grace
+Resuming after signals stays manual unless --auto-continue, which follows the store's event log
+and resumes any run whose last wait is settled, by whichever process or host (autocontinue.py);
+--enforce-deadlines fails expired waits without anyone looking. Several serves may do both on one
+store: each run is resumed once and each deadline enforced once (the claim, taken without waiting,
+and the run re-read under it). SIGTERM/SIGINT stop intake, let running steps finish up to --grace
 seconds, record whatever was cut short as interrupted, and exit 0.
 """
 
