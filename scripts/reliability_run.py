@@ -54,7 +54,20 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=None, help="seed for the random moments and orders")
     parser.add_argument("--no-properties", action="store_true", help="skip the hypothesis property tests")
     parser.add_argument("--verbose", action="store_true", help="also print every violation and note")
+    parser.add_argument(
+        "--store",
+        choices=("file", "postgresql"),
+        default="file",
+        help="postgresql: the several-hosts trials on a throwaway cluster of their own "
+        "(scripts/reliability_pg.py) instead of the file-store trials",
+    )
     args = parser.parse_args()
+    if args.store == "postgresql":
+        import reliability_pg
+
+        report = reliability_pg.main(args.quick, args.seed)
+        print(json.dumps(report, indent=2))
+        return 0 if report["ok"] else 1
     plan_name = "quick" if args.quick else "deep" if args.deep else "default"
     kills, storms, fans, races, fresh_runs, storage = PLANS[plan_name]
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)

@@ -23,7 +23,12 @@ from .output import print_error
 @click.option(
     "--max-runs", type=click.IntRange(min=1), metavar="N", help="At most N runs executing at once (N ≥ 1)."
 )
-@click.option("--auto-continue", is_flag=True, help="Resume a run once all its waits and gates are settled.")
+@click.option(
+    "--auto-continue",
+    is_flag=True,
+    help="Resume a run once its last wait is settled, by whichever process or host (serve follows "
+    "the store's events); at start, resume the runs answered while no serve ran.",
+)
 @click.option(
     "--enforce-deadlines", is_flag=True, help="Fail expired waits at their deadline (wait_timeout)."
 )
@@ -56,6 +61,10 @@ def serve(
     Examples:
       swamp serve < requests.jsonl
       swamp serve --socket "$XDG_RUNTIME_DIR/swamp.sock" --enforce-deadlines --auto-continue
+      SWAMP_STORE_URL=service=swamp swamp serve --auto-continue --enforce-deadlines  # one per host
+
+    Several serves may follow one store (PostgreSQL shared by several hosts, or one repository):
+    each run is resumed once and each deadline enforced once, whichever serve gets there.
     """
     from ..protocol.serve import ServeOptions, run_server
 
