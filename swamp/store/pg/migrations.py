@@ -44,6 +44,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX runs_active ON runs (workflow_id, status)
             WHERE status IN ('pending', 'running', 'suspended');
         CREATE INDEX runs_history ON runs (workflow_id, created_at DESC, run_id DESC);
+        CREATE INDEX runs_recent ON runs (created_at DESC, run_id DESC);
         CREATE INDEX runs_prefix ON runs (run_id text_pattern_ops);
         CREATE INDEX runs_name ON runs (workflow_name);
         CREATE TABLE waits (
@@ -118,6 +119,7 @@ def migrate(db: Database) -> dict[str, Any]:
     A database newer than this swamp is refused, never touched."""
     schema = db.schema
     with db.transaction() as conn:
+        conn.execute("SET LOCAL client_min_messages TO warning")  # no NOTICE on stderr
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}")
         conn.execute(f"SET LOCAL search_path TO {quote_ident(schema)}")

@@ -234,12 +234,16 @@ class PgRunRepository:
         )
         return bool(rows[0][0])
 
-    def _runs(self, where: str, params: list[Any]) -> tuple[list[WorkflowRun], list[RunUnreadable]]:
+    def _runs(
+        self, where: str, params: list[Any], limit: int | None = None
+    ) -> tuple[list[WorkflowRun], list[RunUnreadable]]:
         runs: list[WorkflowRun] = []
         unreadable: list[RunUnreadable] = []
-        for run_id, text in self.db.execute(
-            f"SELECT run_id, record FROM runs WHERE {where} ORDER BY created_at DESC, run_id DESC", params
-        ):
+        sql = f"SELECT run_id, record FROM runs WHERE {where} ORDER BY created_at DESC, run_id DESC"
+        if limit is not None:
+            sql += " LIMIT %s"
+            params = [*params, max(0, limit)]
+        for run_id, text in self.db.execute(sql, params):
             try:
                 runs.append(self._parse(run_id, text))
             except RunUnreadable as exc:
@@ -259,10 +263,13 @@ class PgRunRepository:
             return [], []
         return self._runs(f"run_id = ANY(%s::text[]) AND {_ACTIVE}", [text_array(ids)])
 
-    def list_runs(self, workflow_id: str | None = None) -> tuple[list[WorkflowRun], list[Any]]:
+    def list_runs(
+        self, workflow_id: str | None = None, limit: int | None = None
+    ) -> tuple[list[WorkflowRun], list[Any]]:
+        """Newest first by the runs_history index; `limit` bounds the rows read."""
         if workflow_id is None:
-            return self._runs("true", [])
-        return self._runs("workflow_id = %s", [workflow_id])
+            return self._runs("true", [], limit)
+        return self._runs("workflow_id = %s", [workflow_id], limit)
 
     def workflow_ids(self) -> list[str]:
         return [str(r[0]) for r in self.db.execute("SELECT DISTINCT workflow_id FROM runs ORDER BY 1")]
