@@ -408,6 +408,14 @@ def history(finished: int, repeats: int) -> dict[str, Any]:
             run([SWAMP, "workflow", "signal", wait_id, "--payload", PAYLOAD], full_root, full)
             run([SWAMP, "workflow", "resume", "waiter", "--run", template], full_root, full)
             rows = clone_history(cluster, "bench_history_full", template, finished)
+            clone = cluster.sql(
+                "bench_history_full", "SELECT run_id FROM runs WHERE run_id <> %s LIMIT 1", template
+            )
+            shown = json.loads(
+                run([SWAMP, "workflow", "history", "get", clone[0][0], "--json"], full_root, full).stdout
+            )
+            if shown.get("status") != "succeeded":  # a clone swamp cannot read would measure nothing real
+                raise SystemExit(f"a cloned run does not read back as a finished run: {shown}")
             prepared = {
                 name: open_waits(repos[name], stores[name], repeats, offset=1_000_000) for name in stores
             }
