@@ -92,3 +92,71 @@ def store_migrate(ctx: click.Context, as_json: bool) -> None:
             out(f"Nothing to migrate: {where} is at version {data['to']}, this swamp's")
 
     call(ctx, "store.migrate", {}, as_json=as_json, repo_dir=None, render=render)
+
+
+@store.command("copy")
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    metavar="ADDRESS",
+    help="Where to copy the runs: `file` (this repository's .swamp) or a PostgreSQL store "
+    "(postgresql://host/dbname, service=NAME). It must hold no run yet.",
+)
+@click.option(
+    "--from",
+    "from_",
+    metavar="ADDRESS",
+    help="Where to copy them from (`file` or a PostgreSQL address). Default: the store this "
+    "repository uses (SWAMP_STORE_URL, else .swamp.yaml, else files).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option(
+    "--repo-dir", type=click.Path(file_okay=False), metavar="DIR", help="The repository to work on."
+)
+@click.pass_context
+def store_copy(ctx: click.Context, to: str, from_: str | None, as_json: bool, repo_dir: str | None) -> None:
+    """Copy every run (its record, wait index entries, audit trail and held signals) from one
+    store to another, then verify both sides by counts and a digest.
+
+    Nothing is overwritten: a target that already holds a run is refused (store_not_empty) before
+    anything is written. Runs must not change while they are copied: stop the serves and commands
+    working on them first (a run whose claim is held is refused, store_busy). The event log is not
+    copied (subscribers start again on the new store). The source is left as it is; point the
+    repository at the target afterwards (`store:` in .swamp.yaml, or SWAMP_STORE_URL).
+
+    \b
+    Examples:
+      swamp store copy --to 'postgresql://db.example/swamp'      # files -> PostgreSQL
+      SWAMP_STORE_URL=service=swamp swamp store copy --to file   # PostgreSQL -> .swamp
+      swamp store copy --from file --to service=swamp --json
+
+    \b
+    Exit codes:
+      0  copied and verified
+      1  the copy read back differs (store_copy_mismatch), an ADDRESS is not a store
+         (store_unavailable), or a store cannot be reached (storage_error)
+      3  refused before anything was written: store_not_empty, store_busy, store_same,
+         run_unreadable
+    """
+    from ..app.copy import copy
+    from ..domain.errors import SwampError
+    from .common import _as_json, _repo_dir
+    from .output import print_error, print_json
+
+    use_json = _as_json(ctx, as_json)
+    try:
+        data = copy(_repo_dir(ctx, repo_dir), to, from_)
+    except SwampError as exc:
+        print_error(exc, use_json)
+        ctx.exit(exc.exit_code)
+    if use_json:
+        print_json(data)
+        return
+    source, target = data["from"], data["to"]
+    out(
+        f"Copied {target['runs']} run(s) from {source['location']} to {target['location']}: "
+        f"{target['waits']} wait index entries, {target['audit']} audit entries, "
+        f"{target['held']} held signal(s)"
+    )
+    out(f"Verified: both sides have the same counts and digest {target['digest']}")
