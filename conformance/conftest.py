@@ -42,9 +42,10 @@ def _load_runner() -> Any:
 
 
 _load_runner()
+from swamp_conformance_runner.envhook import resolve_hook  # noqa: E402
 from swamp_conformance_runner.execute import ScenarioFailure, ScenarioRun  # noqa: E402
 from swamp_conformance_runner.matching import ScenarioError  # noqa: E402
-from swamp_conformance_runner.scenario import FEATURES, load_scenario  # noqa: E402
+from swamp_conformance_runner.scenario import DEFAULT_FEATURES, FEATURES, load_scenario  # noqa: E402
 from swamp_conformance_runner.schemas import Schemas, SchemaSetupError  # noqa: E402
 
 
@@ -65,8 +66,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--features",
         default=None,
-        help="comma-separated features the implementation has (default: all of "
-        f"{','.join(FEATURES)}); a scenario needing another is skipped. `core` is always included",
+        help="comma-separated features the implementation has (default: "
+        f"{','.join(DEFAULT_FEATURES)}; known: {','.join(FEATURES)}); a scenario needing another is "
+        "skipped. `core` is always included",
+    )
+    group.addoption(
+        "--env-hook",
+        default=None,
+        metavar="CMD",
+        help="before each scenario run `CMD <scenario-id>` (split with shlex, no shell); each "
+        "NAME=VALUE line it prints joins the environment of that scenario's processes; a non-zero "
+        "exit fails the scenario (e.g. --env-hook scripts/pg-scenario-env)",
     )
     group.addoption(
         "--results-json",
@@ -113,10 +123,20 @@ def resolve_impl(config: pytest.Config) -> list[str] | None:
     return argv
 
 
+def resolve_env_hook(config: pytest.Config) -> list[str] | None:
+    value = config.getoption("env_hook", default=None)
+    if not value:
+        return None
+    try:
+        return resolve_hook(value, Path(config.invocation_params.dir))
+    except ValueError as exc:
+        raise pytest.UsageError(f"--env-hook: {exc}") from None
+
+
 def selected_features(config: pytest.Config) -> frozenset[str]:
     value = config.getoption("features", default=None)
     if not value:
-        return frozenset(FEATURES)
+        return frozenset(DEFAULT_FEATURES)
     names = {name.strip() for name in value.split(",") if name.strip()}
     unknown = sorted(names - set(FEATURES))
     if unknown:
@@ -129,6 +149,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config._conformance_outcomes = {}  # type: ignore[attr-defined]
     if config.getoption("features", default=None):
         selected_features(config)  # refuse unknown names before anything runs
+    resolve_env_hook(config)  # and an --env-hook that is not a command
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -241,7 +262,14 @@ class ScenarioItem(pytest.Item):
             )
         schemas = _schemas(self.config)
         workdir = _workdir(self.config, self.scenario.id)
-        ScenarioRun(self.scenario, impl, workdir, schemas, display_path=self.nodeid.split("::")[0]).run()
+        ScenarioRun(
+            self.scenario,
+            impl,
+            workdir,
+            schemas,
+            display_path=self.nodeid.split("::")[0],
+            env_hook=resolve_env_hook(self.config),
+        ).run()
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailure):

@@ -4,6 +4,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { EnvHookFailure, runEnvHook } from './envhook.mjs';
 import { glob, listing } from './glob.mjs';
 import { match, matchFrames, ScenarioError, substitute } from './matching.mjs';
 import { baseEnv, DEFAULT_USER, osAccount, runProcess, StartError } from './process.mjs';
@@ -24,8 +25,10 @@ export const sleep = (seconds) => new Promise((resolve) => setTimeout(resolve, s
 const arg = (value) => (typeof value === 'string' ? value : pyDumps(value));
 
 export class ScenarioRun {
-  constructor(scenario, impl, workdir, documents, displayPath) {
+  constructor(scenario, impl, workdir, documents, displayPath, envHook = null) {
     this.scenario = scenario;
+    this.envHook = envHook;
+    this.hookEnv = {}; // what --env-hook printed for this scenario
     this.impl = impl;
     this.repo = path.join(workdir, 'repo');
     this.home = path.join(workdir, 'home');
@@ -39,6 +42,14 @@ export class ScenarioRun {
   async run() {
     fs.mkdirSync(this.repo, { recursive: true });
     fs.mkdirSync(this.home, { recursive: true });
+    if (this.envHook) {
+      try {
+        this.hookEnv = await runEnvHook(this.envHook, this.scenario.id);
+      } catch (err) {
+        if (!(err instanceof EnvHookFailure)) throw err;
+        throw new ScenarioFailure(`env hook: ${err.message}\n  scenario: ${this.scenario.id} (${this.displayPath})\nnothing of the scenario ran`);
+      }
+    }
     if (this.scenario.init) {
       const result = await this.invoke(['repo', 'init', '.'], {}, null, '', null);
       if (result.timedOut || result.returncode !== 0) this.fail('init (`repo init .`)', [exitProblem(result, 'exit code 0')], result);
@@ -57,6 +68,7 @@ export class ScenarioRun {
 
   command(args, env, user) {
     const fullEnv = baseEnv(this.home, user || DEFAULT_USER, user);
+    Object.assign(fullEnv, this.hookEnv); // the scenario's and the step's env still win over the hook's
     for (const [key, value] of Object.entries({ ...this.sub(this.scenario.env, 'env'), ...env })) {
       if (value === null) delete fullEnv[key];
       else fullEnv[key] = arg(value);

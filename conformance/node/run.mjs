@@ -5,6 +5,7 @@
 //
 //   node conformance/node/run.mjs --impl "<command>" [--features core,serve] [--jobs N]
 //        [--results-json PATH] [--filter TEXT] [--include-selftest] [--scenarios PATH]
+//        [--env-hook CMD]
 //
 // Exit status: 0 every scenario run passed, 1 some failed, 2 a broken scenario or a usage error.
 
@@ -25,7 +26,10 @@ const SELFTEST_DIR = '_selftest';
 
 const USAGE = `usage: node conformance/node/run.mjs --impl "<command>" [--features core,serve] [--jobs N]
        [--results-json PATH] [--filter TEXT] [--include-selftest] [--scenarios PATH]
-       [--schemas DIR] [--frame-schema PATH] [--keep] [--python-regex]`;
+       [--schemas DIR] [--frame-schema PATH] [--keep] [--python-regex] [--env-hook CMD]`;
+// Features selected only when --features names them: the run store being PostgreSQL is a property of
+// how the implementation is set up for the run (--env-hook), not of the implementation.
+export const OPT_IN_FEATURES = ['postgresql-store'];
 
 class UsageError extends Error {}
 
@@ -33,9 +37,9 @@ export function parseArgs(argv) {
   const options = {
     impl: null, features: null, jobs: 2, resultsJson: null, filter: [], includeSelftest: false,
     scenarios: path.join(CONFORMANCE, 'scenarios.json'), schemas: path.join(ROOT, 'spec', 'schemas'),
-    frameSchema: null, keep: false, pythonRegex: false,
+    frameSchema: null, keep: false, pythonRegex: false, envHook: null,
   };
-  const valued = { '--impl': 'impl', '--features': 'features', '--jobs': 'jobs', '--results-json': 'resultsJson', '--filter': 'filter', '--scenarios': 'scenarios', '--schemas': 'schemas', '--frame-schema': 'frameSchema' };
+  const valued = { '--impl': 'impl', '--features': 'features', '--jobs': 'jobs', '--results-json': 'resultsJson', '--filter': 'filter', '--scenarios': 'scenarios', '--schemas': 'schemas', '--frame-schema': 'frameSchema', '--env-hook': 'envHook' };
   for (let i = 0; i < argv.length; i += 1) {
     let word = argv[i];
     let value;
@@ -67,6 +71,20 @@ export function parseArgs(argv) {
   return options;
 }
 
+/** The --env-hook command split like a shell; relative paths taken as for --impl. */
+export function resolveHook(value, start = process.cwd()) {
+  if (!value) return null;
+  let argv;
+  try {
+    argv = shlexSplit(value);
+  } catch (err) {
+    throw new UsageError(`--env-hook: ${err.message}`);
+  }
+  if (!argv.length) throw new UsageError('--env-hook: empty command');
+  return argv.map((word, i) => (word.includes('/') && !path.isAbsolute(word) && (i === 0 || fs.existsSync(path.join(start, word)))
+    ? path.join(start, word) : word));
+}
+
 /** The --impl command split like a shell; relative paths taken from where the runner started. */
 export function resolveImpl(value, start = process.cwd()) {
   if (!value) {
@@ -96,7 +114,7 @@ export function resolveImpl(value, start = process.cwd()) {
 }
 
 function selectedFeatures(value, known) {
-  if (!value) return [...known];
+  if (!value) return known.filter((n) => !OPT_IN_FEATURES.includes(n));
   const names = new Set(value.split(',').map((n) => n.trim()).filter(Boolean));
   const unknown = [...names].filter((n) => !known.includes(n)).sort();
   if (unknown.length) throw new UsageError(`--features: unknown feature(s) ${unknown.join(', ')}; known: ${known.join(', ')}`);
@@ -147,10 +165,12 @@ export async function main(argv) {
   let documents;
   let features;
   let impl;
+  let envHook;
   try {
     schema = new ScenarioSchema(path.join(CONFORMANCE, 'scenario.schema.json'));
     features = selectedFeatures(options.features, schema.features);
     impl = resolveImpl(options.impl);
+    envHook = resolveHook(options.envHook);
     exported = loadExport(options.scenarios);
     documents = new Documents(options.schemas, regexOptions, options.frameSchema);
   } catch (err) {
@@ -205,7 +225,7 @@ export async function main(argv) {
     const display = `conformance/scenarios/${scenario.file}`;
     let outcome = 'passed';
     try {
-      await new ScenarioRun(scenario, impl, workdir, documents, display).run();
+      await new ScenarioRun(scenario, impl, workdir, documents, display, envHook).run();
     } catch (err) {
       outcome = 'failed';
       if (err instanceof ScenarioFailure) failures.push([scenario.id, err.message]);

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .envhook import EnvHookFailure, run_env_hook
 from .globbing import glob
 from .matching import match, match_frames, short, substitute
 from .scenario import Scenario, Step, raw_text, repo_path
@@ -138,8 +139,11 @@ class ScenarioRun:
         schemas: Schemas | dict[str, Any],
         *,
         display_path: str | None = None,
+        env_hook: list[str] | None = None,
     ) -> None:
         self.scenario = scenario
+        self.env_hook = env_hook
+        self.hook_env: dict[str, str] = {}  # what --env-hook printed for this scenario
         self.impl = impl
         self.repo = workdir / "repo"
         self.home = workdir / "home"
@@ -157,6 +161,14 @@ class ScenarioRun:
     def run(self) -> None:
         self.repo.mkdir(parents=True, exist_ok=True)
         self.home.mkdir(parents=True, exist_ok=True)
+        if self.env_hook:
+            try:
+                self.hook_env = run_env_hook(self.env_hook, self.scenario.id)
+            except EnvHookFailure as exc:
+                raise ScenarioFailure(
+                    f"env hook: {exc}\n  scenario: {self.scenario.id} ({self.display_path})\n"
+                    "nothing of the scenario ran"
+                ) from None
         if self.scenario.init:
             result = self._invoke(["repo", "init", "."], {}, None, "", None)
             if result.timed_out or result.returncode != 0:
@@ -173,6 +185,7 @@ class ScenarioRun:
     ) -> tuple[list[str], dict[str, str]]:
         """The argv and the environment of one process of the implementation."""
         full_env = base_env(self.home, user or DEFAULT_USER, user)
+        full_env.update(self.hook_env)  # the scenario's and the step's env still win over the hook's
         for key, value in {**self._sub(self.scenario.env, "env"), **env}.items():
             if value is None:
                 full_env.pop(key, None)

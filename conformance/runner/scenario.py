@@ -34,7 +34,19 @@ SESSION_KEYS = {
     "connect": "connect",
 }
 # The features a scenario may need (README "Features"); `core` is every implementation's.
-FEATURES = ("core", "file-store", "serve", "unix-socket", "posix-signals", "python-extensions")
+FEATURES = (
+    "core",
+    "file-store",
+    "serve",
+    "unix-socket",
+    "posix-signals",
+    "python-extensions",
+    "postgresql-store",
+)
+# Features a runner selects only when asked (--features): the run store being PostgreSQL is a
+# property of how the implementation is set up for the run (--env-hook), not of the implementation.
+OPT_IN_FEATURES = ("postgresql-store",)
+DEFAULT_FEATURES = tuple(name for name in FEATURES if name not in OPT_IN_FEATURES)
 STDIO = "stdio"  # the channel of the session's own process: its stdin and stdout
 
 

@@ -596,3 +596,118 @@ def test_a_run_stopped_by_a_signal_prints_a_result_checked_as_one(suite, code, o
     result.assert_outcomes(**{outcome: 1})
     if outcome == "failed":
         assert "the error document does not match" in result.stdout.str()
+
+
+# ---------------------------------------------------------------- --env-hook (FORMAT.md §4)
+
+ENV_IMPL = (
+    "import json, os, sys\n"
+    "lines = ''.join(f'{k}={v}\\n' for k, v in sorted(os.environ.items()))\n"
+    "if sys.argv[1:] == ['repo', 'init', '.']:\n"
+    "    open('init-env.txt', 'w').write(lines)\n"
+    "elif sys.argv[1:] == ['--jsonl']:\n"
+    "    error = {'code': 'invalid_request', 'message': os.environ.get('HOOKED', '-')}\n"
+    "    print(json.dumps({'type': 'error', 'id': None, 'error': error}))\n"
+    "    print(json.dumps({'type': 'done', 'id': None}))\n"
+    "elif sys.argv[1:] == ['serve']:\n"
+    "    sys.stderr.write(lines)\n"
+    "else:\n"
+    "    sys.stdout.write(lines)\n"
+)
+
+HOOKED_SCENARIO = """\
+    id: hooked
+    title: The hook's variables reach every process of the scenario
+    requirements: [ENV-003]
+    features: [core]
+    env: {OVERRIDE: scenario}
+    steps:
+      - files:
+          - {path: init-env.txt, text: {$contains: "HOOKED=yes a=b\\n"}}
+      - run: [env]
+        expect:
+          stdout:
+            $contains: "HOOKED=yes a=b\\n"
+            $regex: "(^|\\\\n)SCENARIO=hooked\\\\n[\\\\s\\\\S]*STORE=postgresql:///s\\\\?options=-csearch_path%3Dc_x\\\\n"
+      - run: [env]
+        expect:
+          stdout:
+            $contains: "FROM_RUNNER=the runner's own\\n"
+            $regex: "(^|\\\\n)OVERRIDE=scenario\\\\n"
+      - jsonl: []
+        expect: {frames: [{type: error, error: {message: "yes a=b"}}, {type: done}]}
+      - session: {args: [serve]}
+        steps:
+          - expect: {exit: 0, stderr: {$contains: "HOOKED=yes a=b\\n"}}
+    """
+
+
+def env_hook(pytester, body):
+    hook = pytester.path / "hook.sh"
+    hook.write_text("#!/bin/sh\n" + body)
+    hook.chmod(0o755)
+    return "./hook.sh"
+
+
+def test_env_hook_variables_reach_every_process_of_the_scenario(suite, monkeypatch):
+    """The hook runs with the runner's environment and the scenario id; what it prints is in the
+    environment of repo init, run and jsonl steps and a session; the scenario's env wins."""
+    monkeypatch.setenv("SWAMP_TEST_PG", "the runner's own")
+    impl = suite.path / "env_impl.py"
+    impl.write_text(ENV_IMPL)
+    scenario(suite, "hooked.yaml", HOOKED_SCENARIO)
+    hook = env_hook(
+        suite,
+        'echo "HOOKED=yes a=b"; echo; echo "SCENARIO=$1"; echo "OVERRIDE=hook"\n'
+        'echo "STORE=postgresql:///s?options=-csearch_path%3Dc_x"; echo "FROM_RUNNER=$SWAMP_TEST_PG"\n',
+    )
+    result = run(suite, command(impl), "--env-hook", hook)
+    result.assert_outcomes(passed=1)
+    without = run(suite, command(impl))
+    without.assert_outcomes(failed=1)
+    assert "files[0] init-env.txt text: expected a string containing \"HOOKED=yes a=b" in without.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("echo 'no cluster at /x' >&2; exit 3\n", "exited 3; its stderr:\n  | no cluster at /x"),
+        (
+            "echo HOOKED=yes; echo 'not a variable'\n",
+            "line 2 of its stdout is not NAME=VALUE: 'not a variable'",
+        ),
+    ],
+)
+def test_a_failing_env_hook_fails_the_scenario_before_anything_runs(suite, body, message):
+    marker = suite.path / "impl-ran"
+    impl = suite.path / "env_impl.py"
+    impl.write_text(f"open({str(marker)!r}, 'a').write('ran')\n" + ENV_IMPL)
+    scenario(suite, "hooked.yaml", HOOKED_SCENARIO)
+    result = run(suite, command(impl), "--env-hook", env_hook(suite, body))
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "env hook: the environment hook" in out and "hook.sh hooked`" in out
+    assert message in out
+    assert "nothing of the scenario ran" in out
+    assert not marker.exists()
+
+
+def test_postgresql_store_scenarios_run_only_when_selected(suite):
+    scenario(
+        suite,
+        "pg.yaml",
+        """\
+        id: pg-only
+        title: Needs the run store to be PostgreSQL
+        requirements: [ENV-004]
+        features: [core, postgresql-store]
+        init: false
+        steps:
+          - run: [debug, sleep, "0"]
+        """,
+    )
+    by_default = run(suite, command(GOOD), "-rs")
+    by_default.assert_outcomes(skipped=1)
+    by_default.stdout.fnmatch_lines(["*needs feature(s) not selected: postgresql-store*"])
+    chosen = run(suite, command(GOOD), "--features", "core,postgresql-store")
+    chosen.assert_outcomes(passed=1)

@@ -5,6 +5,14 @@ once: no other process can continue the run between the two, and a run is never 
 The run is continued exactly when `resume` would continue it: when nothing else is open (another
 wait, another gate, a forEach sibling's wait). Otherwise the answer stands, the run stays suspended,
 and the result says what is still open and the command that answers each.
+
+Auto-continue (`serve --auto-continue`, SERVE-039..045) continues a run that someone else answered,
+in any process or on any host sharing the store: `continue_answered` takes the run's claim
+without waiting (a serve never queues behind another), re-reads the run under it and continues it
+only if it still waits for nothing. The claim and the re-read are what make it once: of several
+serves that saw the same settled wait, the first takes the claim and saves the run `running`;
+every other one either finds the claim taken or, once it is free, a run that is no longer
+suspended.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from ..domain.run import WorkflowRun
 from ..engine.ports import Emit
 from .context import App
 from .resume import continue_claimed
+
+CLAIM_HELD = "claim_held"
 
 
 def still_open(run: WorkflowRun, now: dt.datetime) -> list[dict[str, Any]]:
@@ -66,3 +76,29 @@ def add_outcome(doc: dict[str, Any], run: WorkflowRun, outcome: dict[str, Any]) 
         del doc["next"]
     else:
         doc["next"] = answer_commands(run, outcome["stillOpen"])
+
+
+def continue_answered(app: App, workflow_id: str, run_id: str, emit: Emit | None) -> dict[str, Any]:
+    """Continue the run if it is suspended and waits for nothing (WorkflowRun.answered_in_full),
+    under its claim taken without waiting. Returns `{continued: true, run}` or `{continued: false,
+    reason}`: `claim_held` (someone holds the claim while the run, read without it, still waits for
+    nothing: try again shortly), `run_not_suspended` or `still_open`."""
+    from .held import settle_claimed
+
+    claim = app.claim(run_id, purpose="serve auto-continue")
+    if not claim.try_acquire():
+        seen = app.runs.load(workflow_id, run_id)  # records are replaced whole: safe without it
+        return {"continued": False, "reason": CLAIM_HELD if seen.answered_in_full() else _why(seen)}
+    try:
+        run = app.runs.load(workflow_id, run_id)
+        if run.status == "suspended":
+            settle_claimed(app, run)  # a signal held for one of its waits is applied first
+        if not run.answered_in_full():
+            return {"continued": False, "reason": _why(run)}
+        return {"continued": True, "run": continue_claimed(app, run, emit)}
+    finally:
+        claim.release()
+
+
+def _why(run: WorkflowRun) -> str:
+    return "still_open" if run.status == "suspended" else "run_not_suspended"

@@ -11,9 +11,7 @@ from .views import run_document, run_summary
 
 def history(app: App, workflow_ref: str | None = None, limit: int | None = None) -> dict[str, Any]:
     workflow_id = workflow_id_for(app, workflow_ref)[0] if workflow_ref else None
-    runs, unreadable = app.runs.list_runs(workflow_id)
-    if limit is not None:
-        runs = runs[:limit]
+    runs, unreadable = app.runs.list_runs(workflow_id, limit)
     return {
         "runs": [{**run_summary(r), "interrupted": is_interrupted(app, r)} for r in runs],
         "unreadable": [e.to_dict() for e in unreadable],

@@ -38,6 +38,7 @@ def start_hooks(app: App, run: WorkflowRun, changes: list[dict[str, Any]]) -> No
                     "timeout": hook.timeout,
                     "waitId": event["waitId"],
                     "runId": run.id,
+                    "workflowId": run.workflowId,
                     "audit": app.runs.audit_location(run),
                     "stdin": json.dumps({"hook": hook.name, **document}, ensure_ascii=False),
                 }

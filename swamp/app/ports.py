@@ -60,8 +60,11 @@ class RunStore(Protocol):
 
     def load_entries(self, entries: list[dict[str, Any]]) -> tuple[list[WorkflowRun], list[Any]]: ...
 
-    def list_runs(self, workflow_id: str | None = None) -> tuple[list[WorkflowRun], list[Any]]:
-        """Every readable run, newest first, and the records that could not be read."""
+    def list_runs(
+        self, workflow_id: str | None = None, limit: int | None = None
+    ) -> tuple[list[WorkflowRun], list[Any]]:
+        """Every readable run (the newest `limit` ones), newest first, and the records that could
+        not be read. Where the store has an index, `limit` bounds what is read."""
         ...
 
     def workflow_ids(self) -> list[str]:

@@ -137,9 +137,10 @@ def signal(
         except SwampError as exc:
             app.runs.append_audit(run, _audit(now, user, on_behalf_of, wait_id, exc.code))
             raise
-        app.runs.save(run, settled_only=True)
         signal_id = receipt.id if receipt else None
-        app.runs.append_audit(run, _audit(now, user, on_behalf_of, wait_id, "accepted", signal_id))
+        # The receipt and the audit entry: one transaction where the store has them (PostgreSQL).
+        entry = _audit(now, user, on_behalf_of, wait_id, "accepted", signal_id)
+        app.runs.save_with_audit(run, entry, settled_only=True)
         if resume:
             from .continuation import add_outcome, continue_if_nothing_open
 

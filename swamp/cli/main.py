@@ -30,6 +30,7 @@ from .output import print_error, print_json  # noqa: E402
         "model": ".models:model",
         "serve": ".serve:serve",
         "events": ".events:events",
+        "store": ".store:store",
         "version": ".version:version",
         "completion": ".complete:completion",
     },

@@ -62,6 +62,8 @@ class Client:
     # The method behind each request type (tests check it covers every one swamp answers).
     METHODS = {
         "repo.init": "repo_init",
+        "store.status": "store_status",
+        "store.migrate": "store_migrate",
         "workflow.list": "list_workflows",
         "workflow.get": "get_workflow",
         "workflow.create": "create_workflow",
@@ -586,6 +588,14 @@ class Client:
         )
 
     # -- serve ------------------------------------------------------------------------------------------
+
+    def store_status(self) -> r.StoreStatus:
+        """`store.status`: which run store serve's repository uses, and its schema version."""
+        return cast(r.StoreStatus, self.request("store.status"))
+
+    def store_migrate(self) -> r.StoreMigrated:
+        """`store.migrate`: apply the PostgreSQL store's missing migrations."""
+        return cast(r.StoreMigrated, self.request("store.migrate"))
 
     def protocol_version(self) -> r.ProtocolVersion:
         """`protocol.version`: the spec and protocol versions, and every request type served."""

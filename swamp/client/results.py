@@ -300,6 +300,29 @@ class RepoInit(TypedDict):
     path: str
     created: bool
     gitignore: Literal["created", "upgraded", "kept"]
+    storeMigrated: NotRequired[dict[str, Any]]
+
+
+class StoreStatus(TypedDict):
+    """`store.status` (STORE-004)."""
+
+    kind: Literal["file", "postgresql"]
+    location: str
+    schema: str | None
+    schemaVersion: int | None
+    expected: int | None
+    current: bool
+    runs: int
+
+
+class StoreMigrated(TypedDict):
+    """`store.migrate` (STORE-006)."""
+
+    kind: Literal["file", "postgresql"]
+    location: str
+    schema: str | None
+    to: int | None
+    applied: list[int]
 
 
 class ServeStatus(TypedDict):
@@ -341,6 +364,8 @@ class SubscriptionEnd(TypedDict):
 # Which type each request's result has (tests check each against results.schema.json).
 RESULT_TYPES: dict[str, type] = {
     "repo.init": RepoInit,
+    "store.status": StoreStatus,
+    "store.migrate": StoreMigrated,
     "workflow.list": WorkflowList,
     "workflow.get": WorkflowDetail,
     "workflow.create": WorkflowCreated,

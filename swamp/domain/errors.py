@@ -204,3 +204,28 @@ class UnsafeShellText(SwampError):
     """An expression in a shell argument sits where its value cannot be kept as data (MODEL-015)."""
 
     code = "shell_text_unsafe"
+
+
+class StoreNotEmpty(SwampError):
+    """`store copy`: the target store already holds runs; a copy never overwrites one."""
+
+    code = "store_not_empty"
+
+
+class StoreBusy(SwampError):
+    """`store copy`: a run of the source is being changed (its claim is held)."""
+
+    code = "store_busy"
+
+
+class StoreSame(SwampError):
+    """`store copy`: the source and the target are the same store."""
+
+    code = "store_same"
+
+
+class StoreCopyMismatch(SwampError):
+    """`store copy`: the target read back differs from the source (counts or digest)."""
+
+    code = "store_copy_mismatch"
+    exit_code = EXIT_FAILED

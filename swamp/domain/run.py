@@ -590,6 +590,18 @@ class WorkflowRun:
                 {"runId": self.id, "status": self.status},
             )
 
+    def answered_in_full(self) -> bool:
+        """Whether a suspended run waits for nothing any more: it has a signal wait, every wait
+        of it is settled (received, rejected or timed out) and no gate awaits a decision. Such a run
+        is what `serve --auto-continue` continues, whichever process settled its last wait
+        (SERVE-039). A wait past its deadline but not yet failed is still unsettled: failing it is
+        --enforce-deadlines' job (SERVE-024)."""
+        if self.status != "suspended":
+            return False
+        steps = self.steps()
+        has_wait = any(step.wait is not None for _, step in steps)
+        return has_wait and not any(step.status in WAITING_STEP for _, step in steps)
+
     def find_step(self, name: str, job: str | None = None) -> tuple[JobRun, StepRun]:
         matches = [(j, s) for j, s in self.steps() if s.name == name and (job is None or j.name == job)]
         waiting = [(j, s) for j, s in matches if s.status in WAITING_STEP]

@@ -125,9 +125,10 @@ def _store(raw: Any) -> str | None:
     if raw is None:
         return None
     if not isinstance(raw, str) or not is_store_address(raw):
+        shown = redacted(raw) if isinstance(raw, str) else raw
         raise _refuse(
             "store",
-            f"is {raw!r:.80}, not a PostgreSQL address",
+            f"is {shown!r:.80}, not a PostgreSQL address",
             "write `store: postgresql://host/dbname` or `store: service=NAME` (a libpq service); "
             "passwords belong in PGPASSWORD, ~/.pgpass or the service file, never here",
         )
@@ -138,6 +139,14 @@ def _store(raw: Any) -> str | None:
             "remove it, and put it in PGPASSWORD, ~/.pgpass or the libpq service file instead",
         )
     return raw
+
+
+def redacted(address: str) -> str:
+    """`address` with any password in it replaced by ***, fit to show (STORE-005)."""
+    import re  # here: only a refusal shows an address
+
+    secret = re.compile(r"(://[^/@:]*:)[^/@]*@|(password\s*=\s*)\S+", re.IGNORECASE)
+    return secret.sub(lambda m: (m.group(1) + "***@") if m.group(1) else m.group(2) + "***", address)
 
 
 def is_store_address(text: str) -> bool:

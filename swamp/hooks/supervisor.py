@@ -112,7 +112,7 @@ def run_job(root: Path, job: dict[str, Any]) -> dict[str, Any]:
     else:
         entry.update(_supervise(child, str(job.get("stdin", "")) + "\n", float(job.get("timeout", 30))))
     entry["durationMs"] = int((time.monotonic() - started) * 1000)
-    _audit(root, str(job.get("audit", "")), entry)
+    _audit(root, job, entry)
     return entry
 
 
@@ -164,7 +164,10 @@ def _kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _audit(root: Path, path: str, entry: dict[str, Any]) -> None:
+def _audit(root: Path, job: dict[str, Any], entry: dict[str, Any]) -> None:
+    """Append the hook's outcome to its run's audit trail, through the repository's store (the
+    environment, SWAMP_STORE_URL included, is the one the run's command had). Nowhere to say it if
+    this fails: stderr is /dev/null (the run's terminal is not ours)."""
     from ..store.clock import SystemClock, current_user
 
     try:
@@ -172,16 +175,33 @@ def _audit(root: Path, path: str, entry: dict[str, Any]) -> None:
     except Exception:  # a bad SWAMP_NOW: the run's command already said so
         now = dt.datetime.now(dt.UTC)
     at = now.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    path = str(job.get("audit", ""))
     if not path:
         return
-    # Nowhere to say it if this fails (stderr is /dev/null: the run's terminal is not ours), and
-    # a link planted in the trail's place, or above it, is refused, never followed.
-    # The run's folder is never created here: a run (or repository) removed meanwhile gets nothing.
+    line = {"at": at, "by": current_user(), **entry}
+    if path.startswith("postgresql:"):
+        _audit_in_store(root, job, line)
+        return
+    # The file store: a link planted in the trail's place, or above it, is refused, never
+    # followed; the run's folder is never created here (a run or repository removed meanwhile
+    # gets nothing).
     with contextlib.suppress(OSError):
         refuse_links(str(root), os.path.dirname(path))
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC | _NOFOLLOW, 0o666)
         try:
-            line = json.dumps({"at": at, "by": current_user(), **entry}, ensure_ascii=False) + "\n"
-            os.write(fd, line.encode("utf-8"))
+            os.write(fd, (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
         finally:
             os.close(fd)
+
+
+def _audit_in_store(root: Path, job: dict[str, Any], line: dict[str, Any]) -> None:
+    """A store other than files (PostgreSQL): the run is read through it, and the entry appended
+    there; a run removed meanwhile (or a store that cannot be reached) gets nothing."""
+    from ..app.context import App
+    from ..domain.errors import SwampError
+
+    with contextlib.suppress(SwampError, OSError):
+        app = App.open(str(root))
+        runs = app.store.runs(None)
+        run = runs.load(str(job.get("workflowId", "")), str(job.get("runId", "")))
+        runs.append_audit(run, line)

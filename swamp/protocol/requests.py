@@ -41,6 +41,18 @@ def _repo_init(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict
     return init(payload.get("path"))
 
 
+def _store_status(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    from ..app.store import status
+
+    return status(payload.get("repoDir"))
+
+
+def _store_migrate(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    from ..app.store import migrate
+
+    return migrate(payload.get("repoDir"))
+
+
 def _workflow_list(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.workflows import list_workflows
 
@@ -335,6 +347,8 @@ REQUEST_TYPES: dict[str, RequestType] = {
     for r in [
         RequestType("protocol.version", _protocol_version, needs_repo=False),
         RequestType("repo.init", _repo_init, needs_repo=False),
+        RequestType("store.status", _store_status, needs_repo=False),
+        RequestType("store.migrate", _store_migrate, needs_repo=False),
         RequestType("workflow.list", _workflow_list),
         RequestType("workflow.get", _workflow_get),
         RequestType("workflow.create", _workflow_create),

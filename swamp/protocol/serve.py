@@ -32,6 +32,7 @@ from ..domain.actors import Actor
 from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
 from ..domain.run import parse_iso
 from ..engine.ports import HOSTED_RUNS, RunHooks
+from .autocontinue import Follower
 from .connection import MAX_UNREAD_BYTES, ConnectionWriter
 from .helpers import Helpers, Request, warm
 from .jsonl import (
@@ -86,6 +87,10 @@ class InFlight:
     writer: FrameWriter | None = None
     actor: Actor | None = None  # who sent it: a socket peer's account; None: serve's own user
     executing: bool = False
+    # An approve, or a signal under --auto-continue, that continues its run itself once answered:
+    # the follower (autocontinue.py) leaves that run to it. continues_run: None until answered.
+    continues: bool = False
+    continues_run: str | None = None
     # The frames of a client's request go through its flight: once its done is written, or shutdown
     # has taken it over, later frames are dropped, so a client sees one answer and nothing after done.
     answered: bool = False  # its result or error is written
@@ -135,6 +140,17 @@ class Server:
         self.writers: set[ConnectionWriter] = set()  # each socket connection's, to flush at the end
         self.listener: socket.socket | None = None
         self.ended: set[int] = set()  # connections whose input reached its end
+        self.background = 0  # background requests made so far (their keys)
+        self.follower: Follower | None = None
+        if options.auto_continue:
+            self.follower = Follower(
+                options.repo_dir,
+                self.shutting_down,
+                self.pool.submit,
+                self.continue_hosted,
+                self.continues_here,
+                self.log,
+            )
 
     # -- logging ---------------------------------------------------------------------------------
 
@@ -224,18 +240,29 @@ class Server:
                 return handle(request_type, payload, emit, flight.actor)
             finally:
                 WATCH_STOP.reset(token)
-        data = handle(request_type, payload, emit, flight.actor)
-        if (
-            request_type == "workflow.approve"
-            and data.get("approved")
-            or request_type == "workflow.signal"
-            and self.options.auto_continue
-            and not payload.get("check")
-        ):
-            data["autoResume"] = self._continue(flight, payload, data["runId"], data["workflowName"], emit)
-            if data["autoResume"].get("resumed"):
-                data.pop("next", None)
-        return data
+        auto_continues = (
+            request_type == "workflow.signal" and self.options.auto_continue and not payload.get("check")
+        )
+        flight.continues = request_type == "workflow.approve" or auto_continues
+        try:
+            data = handle(request_type, payload, emit, flight.actor)
+            flight.continues_run = data.get("runId")
+            if request_type == "workflow.approve" and data.get("approved") or auto_continues:
+                data["autoResume"] = self._continue(
+                    flight, payload, data["runId"], data["workflowName"], emit
+                )
+                if data["autoResume"].get("resumed"):
+                    data.pop("next", None)
+            return data
+        finally:
+            flight.continues = False
+
+    def continues_here(self, run_id: str) -> bool:
+        """Whether a request of this serve is about to continue the run itself (an approve, a
+        signal under --auto-continue): the follower leaves it to that request, whose client gets
+        the run's events (SERVE-019, SERVE-023). A request not yet answered may be about any run."""
+        with self.lock:
+            return any(f.continues and f.continues_run in (None, run_id) for f in self.requests.values())
 
     def _subscription(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
         """An events.subscribe: at most MAX_SUBSCRIPTIONS at once; it ends when serve shuts down,
@@ -267,6 +294,11 @@ class Server:
             SUBSCRIPTION_STOP.reset(token)
 
     def _hosted(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
+        return self._hosting(flight, lambda: handle(request_type, payload, emit, flight.actor))
+
+    def _hosting(self, flight: InFlight, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Do `work`, which may execute a run, as a run of this serve: counted by --max-runs,
+        stopped by `cancel` and shutdown, shown by serve.status."""
         with self.lock:
             others = sum(
                 1 for f in self.requests.values() if f is not flight and (f.executing or f.executors)
@@ -285,7 +317,7 @@ class Server:
         )
         token = HOSTED_RUNS.set(hooks)
         try:
-            return handle(request_type, payload, emit, flight.actor)
+            return work()
         finally:
             HOSTED_RUNS.reset(token)
             flight.executing = False
@@ -422,19 +454,19 @@ class Server:
                     self.log(f"deadline check of run {run.id}: {exc.message}")
                 finally:
                     claim.release()
-                if expired and self.options.auto_continue:
-                    flight = InFlight((-1, f"deadline-{fresh.id}"), "workflow.resume", time.monotonic())
-                    with self.lock:
-                        self.requests[flight.key] = flight
-                    self.pool.submit(self._background_continue, flight, fresh.id, fresh.workflowName)
+                if expired and self.follower is not None:
+                    self.follower.consider(fresh.workflowId, fresh.id)  # SERVE-026
 
-    def _background_continue(self, flight: InFlight, run_id: str, workflow: str) -> None:
+    # -- auto-continue ---------------------------------------------------------------------------------
+
+    def continue_hosted(self, run_id: str, attempt: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Run the follower's `attempt` at continuing a run as a background request of serve."""
+        with self.lock:
+            self.background += 1
+            flight = InFlight((-1, f"auto-continue-{self.background}"), "workflow.resume", time.monotonic())
+            self.requests[flight.key] = flight
         try:
-            repo = {"repoDir": self.options.repo_dir} if self.options.repo_dir else {}
-            outcome = self._continue(flight, repo, run_id, workflow, lambda event: None)
-            self.log(f"run {run_id}: auto-continue: {outcome}")
-        except Exception as exc:  # a background task must never take serve down
-            self.log(f"run {run_id}: auto-continue failed: {exc}")
+            return self._hosting(flight, attempt)
         finally:
             with self.lock:
                 self.requests.pop(flight.key, None)
@@ -658,6 +690,8 @@ def run_server(options: ServeOptions) -> int:
     signal.signal(signal.SIGINT, on_signal)
     if options.socket_path:
         server.listen(options.socket_path)
+    if server.follower is not None:
+        threading.Thread(target=server.follower.follow, name="swamp-serve-follow", daemon=True).start()
     if options.enforce_deadlines:
         threading.Thread(target=server.enforce_deadlines, name="swamp-serve-deadlines", daemon=True).start()
     stdin = sys.stdin.buffer

@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..domain.errors import StoreUnavailable
-from ..domain.settings import Settings, is_store_address
+from ..domain.settings import Settings, is_store_address, redacted
 from .repo import RepoLayout
 
 if TYPE_CHECKING:
@@ -23,9 +23,9 @@ def store_address(settings: Settings) -> str | None:
             return None
         if not is_store_address(from_env):
             raise StoreUnavailable(
-                f"{STORE_ENV} is {from_env[:80]!r}, not a store address; set it to "
+                f"{STORE_ENV} is {redacted(from_env)[:80]!r}, not a store address; set it to "
                 "postgresql://host/dbname, service=NAME (a libpq service) or file, or unset it",
-                {"store": from_env[:200], "source": STORE_ENV},
+                {"store": redacted(from_env)[:200], "source": STORE_ENV},
             )
         return from_env
     return settings.store

@@ -486,8 +486,11 @@ class RunRepository:
                     and not p.name.endswith(".audit.json")
                 )
 
-    def list_runs(self, workflow_id: str | None = None) -> tuple[list[WorkflowRun], list[RunUnreadable]]:
-        """Every readable run, newest first, and the records that could not be read."""
+    def list_runs(
+        self, workflow_id: str | None = None, limit: int | None = None
+    ) -> tuple[list[WorkflowRun], list[RunUnreadable]]:
+        """Every readable run (the newest `limit`), newest first, and the records that could not
+        be read (every record is read: there is no index by time on files)."""
         runs: list[WorkflowRun] = []
         unreadable: list[RunUnreadable] = []
         for path in self.record_paths(workflow_id):
@@ -498,7 +501,7 @@ class RunRepository:
             except StorageError as exc:  # one record a link or unreadable: the others still listed
                 unreadable.append(RunUnreadable(exc.message, exc.details))
         runs.sort(key=lambda r: (r.createdAt, r.id), reverse=True)
-        return runs, unreadable
+        return (runs if limit is None else runs[:limit]), unreadable
 
     def find(self, run_id_or_prefix: str, workflow_id: str | None = None) -> WorkflowRun:
         """A run by its ID or a unique prefix of it."""

@@ -350,6 +350,78 @@ describe('sessions', { concurrency: 4 }, () => {
   });
 });
 
+describe('--env-hook', { concurrency: 4 }, () => {
+  // as test_runner.py's env-hook tests: an implementation that shows its environment everywhere
+  const impl = path.join(TMP, 'env_impl.py');
+  const ENV_IMPL = [
+    'import json, os, sys',
+    "lines = ''.join(f'{k}={v}\\n' for k, v in sorted(os.environ.items()))",
+    "if sys.argv[1:] == ['repo', 'init', '.']:",
+    "    open('init-env.txt', 'w').write(lines)",
+    "elif sys.argv[1:] == ['--jsonl']:",
+    "    error = {'code': 'invalid_request', 'message': os.environ.get('HOOKED', '-')}",
+    "    print(json.dumps({'type': 'error', 'id': None, 'error': error}))",
+    "    print(json.dumps({'type': 'done', 'id': None}))",
+    "elif sys.argv[1:] == ['serve']:",
+    '    sys.stderr.write(lines)',
+    'else:',
+    '    sys.stdout.write(lines)',
+    '',
+  ].join('\n');
+  const hooked = {
+    id: 'hooked', title: 'the hook reaches every process', env: { OVERRIDE: 'scenario' },
+    steps: [
+      { files: [{ path: 'init-env.txt', text: { $contains: 'HOOKED=yes a=b\n' } }] },
+      { run: ['env'], expect: { stdout: { $contains: 'HOOKED=yes a=b\n',
+        $regex: '(^|\\n)SCENARIO=hooked\\n[\\s\\S]*STORE=postgresql:///s\\?options=-csearch_path%3Dc_x\\n' } } },
+      { run: ['env'], expect: { stdout: { $contains: 'FROM_RUNNER=from the runner\n', $regex: '(^|\\n)OVERRIDE=scenario\\n' } } },
+      { jsonl: [], expect: { frames: [{ type: 'error', error: { message: 'yes a=b' } }, { type: 'done' }] } },
+      { session: { args: ['serve'] }, steps: [{ expect: { exit: 0, stderr: { $contains: 'HOOKED=yes a=b\n' } } }] },
+    ],
+  };
+  const hook = (name, body) => {
+    fs.writeFileSync(path.join(TMP, name), `#!/bin/sh\n${body}`, { mode: 0o755 });
+    return `./${name}`;
+  };
+  fs.writeFileSync(impl, ENV_IMPL);
+
+  test("the hook's variables reach every process of the scenario; the scenario's env wins", async () => {
+    const good = hook('good-hook.sh', 'echo "HOOKED=yes a=b"; echo; echo "SCENARIO=$1"; echo "OVERRIDE=hook"\n'
+      + 'echo "STORE=postgresql:///s?options=-csearch_path%3Dc_x"; echo "FROM_RUNNER=$SWAMP_LEAK"\n');
+    const withHook = await run(`${PY} ${impl}`, [hooked], '--env-hook', good);
+    assert.equal(withHook.code, 0, withHook.out);
+    const without = await run(`${PY} ${impl}`, [hooked]);
+    assert.equal(without.code, 1, without.out);
+    includes(without.out, 'files[0] init-env.txt text: expected a string containing "HOOKED=yes a=b');
+  });
+
+  for (const [name, body, message] of [
+    ['exits', "echo 'no cluster at /x' >&2; exit 3\n", 'exited 3; its stderr:\n  | no cluster at /x'],
+    ['garbles', "echo HOOKED=yes; echo 'not a variable'\n", "line 2 of its stdout is not NAME=VALUE: 'not a variable'"],
+  ]) {
+    test(`a hook that ${name} fails the scenario before anything runs`, async () => {
+      const marker = path.join(TMP, `ran-${name}`);
+      const counting = path.join(TMP, `env_impl_${name}.py`);
+      fs.writeFileSync(counting, `open(${JSON.stringify(marker)}, 'a').write('ran')\n${ENV_IMPL}`);
+      const { code, out } = await run(`${PY} ${counting}`, [hooked], '--env-hook', hook(`${name}.sh`, body));
+      assert.equal(code, 1, out);
+      includes(out, `env hook: the environment hook \`${path.join(TMP, `${name}.sh`)} hooked\``);
+      includes(out, message);
+      includes(out, 'nothing of the scenario ran');
+      assert.ok(!fs.existsSync(marker), 'the implementation ran');
+    });
+  }
+
+  test('postgresql-store scenarios run only when --features names it', async () => {
+    const pg = [{ id: 'pg-only', title: 'pg', features: ['core', 'postgresql-store'], init: false, steps: [{ run: ['debug', 'sleep', '0'] }] }];
+    const byDefault = await run(GOOD, pg);
+    assert.equal(byDefault.code, 0, byDefault.out);
+    includes(byDefault.out, 'skip pg-only (needs feature(s) not selected: postgresql-store)');
+    const chosen = await run(GOOD, pg, '--features', 'core,postgresql-store');
+    includes(chosen.out, '0 failed, 1 passed, 0 skipped');
+  });
+});
+
 describe('scripts/compare-runners', () => {
   test('agrees on equal outcomes and lists every difference id by id', async () => {
     const script = path.join(CONFORMANCE, '..', 'scripts', 'compare-runners');

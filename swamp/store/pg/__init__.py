@@ -11,10 +11,10 @@ if TYPE_CHECKING:
     from .store import PgStore
 
 
-def open_pg_store(address: str, layout: RepoLayout) -> PgStore:
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
+def open_pg_store(address: str, layout: RepoLayout | None) -> PgStore:
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is None:  # found, not imported (see connection.py)
         raise StoreUnavailable(
             "This repository keeps its runs in PostgreSQL, and psycopg 3 (the PostgreSQL driver) is "
             "not installed; install it with: pip install 'swamp[postgres]' (or unset SWAMP_STORE_URL "

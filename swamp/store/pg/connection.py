@@ -9,19 +9,28 @@ The address is libpq's (a `postgresql://` URL or `service=NAME`); passwords come
 places (PGPASSWORD, ~/.pgpass, the service file). The schema swamp's tables live in is the first of
 the connection's search_path (`?options=-csearch_path%3Dname` picks one; the default is `public`):
 the conformance runner gives each scenario its own schema in one database this way.
+
+Two drivers: a thread's connection is lean.py's (libpq through ctypes: importing psycopg would
+triple the start of a short command such as `workflow signal`); a dedicated connection made with
+`connect()` (LISTEN, whose notifications lean.py does not read) is psycopg's. SWAMP_PG_DRIVER=psycopg
+makes every connection psycopg's (and psycopg is used when libpq cannot be loaded through ctypes).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from ...domain.errors import StorageError
+from . import lean
+
+if TYPE_CHECKING:
+    import psycopg
 
 CONNECT_TIMEOUT = 10  # seconds: a host that does not answer is refused, never waited for forever
 _PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@|(password=)\S+", re.IGNORECASE)
@@ -38,21 +47,31 @@ class Database:
         self.shown = redact(address)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._opened: list[psycopg.Connection[Any]] = []
+        self._opened: list[Any] = []
         self._schema: str | None = None
 
     # -- connections --------------------------------------------------------------------------------
 
-    def connection(self) -> psycopg.Connection[Any]:
+    def connection(self) -> Any:
         """This thread's connection (autocommit), made on first use or after it broke."""
-        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        conn: Any = getattr(self._local, "conn", None)
         if conn is None or conn.closed or conn.broken:
-            conn = self.connect()
+            conn = self._lean() if _use_lean() else self.connect()
             self._local.conn = conn
         return conn
 
+    def _lean(self) -> lean.Connection:
+        with self.errors("connect to"):
+            conn = lean.connect(self.address, connect_timeout=CONNECT_TIMEOUT, application_name="swamp")
+        with self._lock:
+            self._opened = [c for c in self._opened if not c.closed]
+            self._opened.append(conn)
+        return conn
+
     def connect(self) -> psycopg.Connection[Any]:
-        """A new connection of its own (LISTEN, a held claim): the caller closes it."""
+        """A new psycopg connection of its own (LISTEN): the caller closes it."""
+        import psycopg
+
         with self.errors("connect to"):
             conn = psycopg.connect(
                 self.address, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="swamp"
@@ -70,7 +89,7 @@ class Database:
                 conn.close()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+    def transaction(self) -> Iterator[Any]:
         """One transaction on this thread's connection: committed on leaving, rolled back on error."""
         conn = self.connection()
         with self.errors("write to"), conn.transaction():
@@ -80,7 +99,7 @@ class Database:
         """Run one statement on this thread's connection (autocommit); its rows, if any."""
         conn = self.connection()
         with self.errors("read from"):
-            cur = conn.execute(sql, params)  # type: ignore[arg-type]
+            cur = conn.execute(sql, params)
             return cur.fetchall() if cur.description is not None else []
 
     @contextlib.contextmanager
@@ -89,7 +108,7 @@ class Database:
         next step; the thread's broken connection is dropped so the next call connects again."""
         try:
             yield
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        except _broken() as exc:
             conn = getattr(self._local, "conn", None)
             if conn is not None and (conn.closed or conn.broken):
                 self._local.conn = None
@@ -120,3 +139,21 @@ class Database:
     def channel(self, name: str) -> str:
         """A LISTEN/NOTIFY channel of this store's schema (schemas of one database never cross)."""
         return f"swamp.{self.schema}.{name}"[:63]
+
+
+def _use_lean() -> bool:
+    return os.environ.get("SWAMP_PG_DRIVER") != "psycopg" and lean.available()
+
+
+def _broken() -> tuple[type[BaseException], ...]:
+    """The errors that mean the database could not be reached or went away: lean.py's, and
+    psycopg's when it is loaded (never imported just to name them)."""
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None:
+        return (lean.OperationalError,)
+    return (lean.OperationalError, psycopg.OperationalError, psycopg.InterfaceError)
+
+
+def quote_ident(name: str) -> str:
+    """A SQL identifier, quoted (a schema name from the address)."""
+    return '"' + name.replace('"', '""') + '"'

@@ -11,16 +11,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from psycopg import sql
-
 from ...domain.errors import StoreSchemaMismatch
-from .connection import Database
+from .connection import Database, quote_ident
 
 MIGRATE_LOCK = 0x5357414D50  # "SWAMP": the advisory lock key migrations hold
 
 # Tables (unqualified: they live in the connection's first search_path schema):
 #   swamp_meta  key/value: schema_version, events_epoch (8 hex digits), events_seq (last cursor)
 #   runs        one row per run: the record's JSON text, and the columns the indexes need
+#               (next_deadline_iso: the earliest open deadline as the record writes it)
 #   waits       the wait index: wait ID -> the run that holds (or held, or reserved) it
 #   audit       the audit trail, one row per entry, in insertion order per run
 #   held        signals held for waits that have not opened or whose run was busy
@@ -37,6 +36,7 @@ MIGRATIONS: list[tuple[int, str]] = [
             status text NOT NULL,
             inputs_sha256 text NOT NULL,
             next_deadline timestamptz,
+            next_deadline_iso text,
             created_at text NOT NULL,
             record text NOT NULL
         );
@@ -44,6 +44,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX runs_active ON runs (workflow_id, status)
             WHERE status IN ('pending', 'running', 'suspended');
         CREATE INDEX runs_history ON runs (workflow_id, created_at DESC, run_id DESC);
+        CREATE INDEX runs_recent ON runs (created_at DESC, run_id DESC);
         CREATE INDEX runs_prefix ON runs (run_id text_pattern_ops);
         CREATE INDEX runs_name ON runs (workflow_name);
         CREATE TABLE waits (
@@ -97,8 +98,7 @@ def check_version(db: Database) -> None:
     where = f"{db.shown} (schema {db.schema})"
     if version == 0:
         raise StoreSchemaMismatch(
-            f"The PostgreSQL store at {where} has no swamp tables yet; create them with: "
-            "swamp store migrate",
+            f"The PostgreSQL store at {where} has no swamp tables yet; create them with: swamp store migrate",
             {"store": db.shown, "schemaVersion": 0, "expected": CURRENT},
         )
     if version < CURRENT:
@@ -119,9 +119,10 @@ def migrate(db: Database) -> dict[str, Any]:
     A database newer than this swamp is refused, never touched."""
     schema = db.schema
     with db.transaction() as conn:
+        conn.execute("SET LOCAL client_min_messages TO warning")  # no NOTICE on stderr
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
-        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
-        conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}")
+        conn.execute(f"SET LOCAL search_path TO {quote_ident(schema)}")
         before = schema_version(db)
         if before > CURRENT:
             check_version(db)  # raises: newer than this swamp
@@ -129,7 +130,9 @@ def migrate(db: Database) -> dict[str, Any]:
         for version, statements in MIGRATIONS:
             if version <= before:
                 continue
-            conn.execute(statements)  # type: ignore[arg-type]
+            for statement in statements.split(";"):  # one statement per call (libpq's PQexecParams)
+                if statement.strip():
+                    conn.execute(statement)
             applied.append(version)
         if applied:
             epoch = os.urandom(4).hex()

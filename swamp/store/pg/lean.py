@@ -1,0 +1,273 @@
+"""A lean libpq connection for short commands: the subset of psycopg's API the store uses.
+
+Why: importing psycopg costs a short command ~250 ms on this machine (its module graph pulls in
+asyncio, logging, ssl and every type adapter; the binary wheel then loads a dozen bundled shared
+libraries), against ~130 ms for the whole of `swamp workflow signal` on the file store. Loading
+libpq itself through ctypes costs ~15 ms. So a one-shot command (signal, waits, resume) talks to
+the database through this module, and long-lived processes (serve, --jsonl, LISTEN, migrations)
+use psycopg. The libpq loaded is psycopg's own bundled one when the binary wheel is installed
+(the same library psycopg would use), else the system's libpq.so.5.
+
+Only what the store needs: text-format parameters (`%s` placeholders, `%%` for a literal percent),
+results converted by column type (bool, integers, floats, text, timestamptz), autocommit with
+explicit transactions, and errors carrying their SQLSTATE. Nothing else of psycopg is imitated.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime as dt
+import glob
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+
+_OK_STATUSES = (1, 2)  # PGRES_COMMAND_OK, PGRES_TUPLES_OK
+_CONNECTION_OK = 0
+_DIAG_SQLSTATE = ord("C")
+_BOOL, _INTS, _FLOATS, _TIMESTAMPTZ = 16, (20, 21, 23, 26), (700, 701), 1184
+
+
+class Error(Exception):
+    sqlstate: str | None = None
+
+
+class OperationalError(Error):
+    """The connection failed or broke (the database is down, restarting, unreachable)."""
+
+
+class DatabaseError(Error):
+    """The server refused a statement; `sqlstate` says why (55P03: lock_timeout)."""
+
+
+def _library_paths() -> list[str]:
+    paths = []
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("psycopg_binary")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        base = os.path.dirname(list(spec.submodule_search_locations)[0])
+        paths += sorted(glob.glob(os.path.join(base, "psycopg_binary.libs", "libpq-*.so*")))
+    return [*paths, "libpq.so.5"]
+
+
+_lib: Any = None
+
+
+def _libpq() -> Any:
+    global _lib
+    if _lib is not None:
+        return _lib
+    last: OSError | None = None
+    for path in _library_paths():
+        try:
+            lib = ctypes.CDLL(path)
+            break
+        except OSError as exc:
+            last = exc
+    else:
+        raise ImportError(f"libpq cannot be loaded: {last}")
+    p, i, s = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p
+    signatures: dict[str, tuple[Any, list[Any]]] = {
+        "PQconnectdb": (p, [s]),
+        "PQstatus": (i, [p]),
+        "PQerrorMessage": (s, [p]),
+        "PQfinish": (None, [p]),
+        "PQexecParams": (p, [p, s, i, p, ctypes.POINTER(s), p, p, i]),
+        "PQresultStatus": (i, [p]),
+        "PQresultErrorMessage": (s, [p]),
+        "PQresultErrorField": (s, [p, i]),
+        "PQntuples": (i, [p]),
+        "PQnfields": (i, [p]),
+        "PQftype": (ctypes.c_uint, [p, i]),
+        "PQgetvalue": (s, [p, i, i]),
+        "PQgetisnull": (i, [p, i, i]),
+        "PQcmdTuples": (s, [p]),
+        "PQclear": (None, [p]),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+    _lib = lib
+    return lib
+
+
+def available() -> bool:
+    try:
+        _libpq()
+    except ImportError:
+        return False
+    return True
+
+
+def _conninfo(address: str, **options: Any) -> bytes:
+    extra = " ".join(f"{key}={_quote(str(value))}" for key, value in options.items() if value is not None)
+    if address.startswith(("postgresql://", "postgres://")):
+        # A URI and keyword options cannot be mixed in one string: options go as URI parameters.
+        from urllib.parse import quote
+
+        joined = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in options.items() if v is not None)
+        separator = "&" if "?" in address else "?"
+        return (address + (separator + joined if joined else "")).encode()
+    return f"{address} {extra}".strip().encode()
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _placeholders(sql: str) -> str:
+    """psycopg's `%s` placeholders as libpq's `$n` (`%%` is a literal percent)."""
+    out, n, i = [], 0, 0
+    while i < len(sql):
+        if sql[i] == "%" and i + 1 < len(sql):
+            following = sql[i + 1]
+            if following == "s":
+                n += 1
+                out.append(f"${n}")
+                i += 2
+                continue
+            if following == "%":
+                out.append("%")
+                i += 2
+                continue
+        out.append(sql[i])
+        i += 1
+    return "".join(out)
+
+
+def _text(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return b"t" if value else b"f"
+    if isinstance(value, dt.datetime):
+        return value.isoformat().encode()
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8")
+
+
+def _value(raw: bytes, oid: int) -> Any:
+    if oid == _BOOL:
+        return raw == b"t"
+    if oid in _INTS:
+        return int(raw)
+    if oid in _FLOATS:
+        return float(raw)
+    text = raw.decode("utf-8")
+    if oid == _TIMESTAMPTZ:
+        return dt.datetime.fromisoformat(text)  # "2026-12-01 20:58:02.5+00": ISO 8601 to Python 3.11
+    return text
+
+
+class Cursor:
+    def __init__(self, rows: list[tuple[Any, ...]] | None, rowcount: int):
+        self._rows = rows or []
+        self.description: list[str] | None = None if rows is None else []
+        self.rowcount = rowcount
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows, self._rows = self._rows, []
+        return rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._rows.pop(0) if self._rows else None
+
+
+class Connection:
+    def __init__(self, handle: int, lib: Any):
+        self._handle: int | None = handle
+        self._lib = lib
+        self.broken = False
+        self._depth = 0
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Cursor:
+        if self._handle is None:
+            raise OperationalError("the connection is closed")
+        lib = self._lib
+        values = [_text(v) for v in (params or ())]
+        array = (ctypes.c_char_p * max(len(values), 1))(*values)
+        query = (_placeholders(sql) if params is not None else sql).encode("utf-8")  # as psycopg
+        result = lib.PQexecParams(self._handle, query, len(values), None, array, None, None, 0)
+        try:
+            status = lib.PQresultStatus(result) if result else -1
+            if status not in _OK_STATUSES:
+                self._raise(result)
+            fields = lib.PQnfields(result)
+            if fields == 0:
+                count = lib.PQcmdTuples(result)
+                return Cursor(None, int(count) if count else -1)
+            types = [lib.PQftype(result, c) for c in range(fields)]
+            get, null = lib.PQgetvalue, lib.PQgetisnull
+            rows = [
+                tuple(
+                    None if null(result, r, c) else _value(get(result, r, c), types[c]) for c in range(fields)
+                )
+                for r in range(lib.PQntuples(result))
+            ]
+            return Cursor(rows, len(rows))
+        finally:
+            if result:
+                lib.PQclear(result)
+
+    def _raise(self, result: int | None) -> None:
+        lib = self._lib
+        if self._handle is not None and lib.PQstatus(self._handle) != _CONNECTION_OK:
+            self.broken = True
+            message = (lib.PQerrorMessage(self._handle) or b"").decode("utf-8", "replace").strip()
+            raise OperationalError(message or "the connection to the server was lost")
+        state = lib.PQresultErrorField(result, _DIAG_SQLSTATE) if result else None
+        message = (lib.PQresultErrorMessage(result) if result else b"") or b""
+        error_class = OperationalError if state and state.startswith((b"08", b"57P")) else DatabaseError
+        error = error_class(message.decode("utf-8", "replace").strip() or "the statement failed")
+        error.sqlstate = state.decode() if state else None
+        raise error
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """BEGIN ... COMMIT (a savepoint when nested); rolled back when the block raises."""
+        name = f"s{self._depth}"
+        self.execute("BEGIN" if self._depth == 0 else f"SAVEPOINT {name}")
+        self._depth += 1
+        try:
+            yield self
+        except BaseException:
+            self._depth -= 1
+            if not self.broken and self._handle is not None:
+                with suppress(Error):
+                    self.execute("ROLLBACK" if self._depth == 0 else f"ROLLBACK TO SAVEPOINT {name}")
+            raise
+        self._depth -= 1
+        self.execute("COMMIT" if self._depth == 0 else f"RELEASE SAVEPOINT {name}")
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._lib.PQfinish(self._handle)
+            self._handle = None
+
+    def __del__(self) -> None:
+        with suppress(Exception):
+            self.close()
+
+
+def connect(address: str, **options: Any) -> Connection:
+    """An autocommit connection (libpq's PQconnectdb); OperationalError when it cannot be had."""
+    lib = _libpq()
+    handle = lib.PQconnectdb(_conninfo(address, **options))
+    if not handle:
+        raise OperationalError("out of memory making a connection")
+    if lib.PQstatus(handle) != _CONNECTION_OK:
+        message = (lib.PQerrorMessage(handle) or b"").decode("utf-8", "replace").strip()
+        lib.PQfinish(handle)
+        raise OperationalError(message or "could not connect")
+    return Connection(handle, lib)

@@ -1,0 +1,335 @@
+"""The PostgreSQL store against a real cluster: transactions, the claim, held signals, events.
+
+Each test gets a schema of its own in the cluster SWAMP_TEST_PG names (scripts/test sets it to its
+throwaway cluster; a developer sets it to the dev cluster's address); without it they are skipped.
+Processes are real subprocesses: a claim, a kill -9 and a race are about processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import Repo, job, make_repo, run_swamp
+
+ADDRESS = os.environ.get("SWAMP_TEST_PG", "")
+pytestmark = pytest.mark.skipif(
+    not ADDRESS.startswith(("postgresql://", "postgres://")),
+    reason="SWAMP_TEST_PG (a PostgreSQL address, e.g. what `scripts/pg start DIR` prints) is not set",
+)
+WAIT = {"type": "wait_for_signal", "timeout": 3600, "schema": {"type": "integer"}}
+BOUND = 60.0  # seconds: every poll below gives up (and fails) past this
+
+
+def address_for(schema: str) -> str:
+    return f"{ADDRESS}{'&' if '?' in ADDRESS else '?'}options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture
+def store_url(monkeypatch: pytest.MonkeyPatch) -> str:
+    url = address_for(f"t_{uuid.uuid4().hex[:12]}")
+    monkeypatch.setenv("SWAMP_STORE_URL", url)  # the subprocesses inherit it (clean_env)
+    return url
+
+
+@pytest.fixture
+def pg_repo(store_url: str, tmp_path: Path) -> Repo:
+    return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def db(store_url: str, pg_repo: Repo) -> Iterator[Any]:
+    """A psycopg connection of the test's own to the repository's schema (autocommit)."""
+    import psycopg
+
+    conn = psycopg.connect(store_url, autocommit=True)
+    yield conn
+    conn.close()
+
+
+def waits_workflow(repo: Repo, name: str, count: int) -> str:
+    steps = [{"name": f"w{i:02d}", "task": WAIT} for i in range(count)]
+    return repo.write_workflow(name, [job("main", *steps)])
+
+
+def until(check: Any, what: str) -> Any:
+    deadline = time.monotonic() + BOUND
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)
+
+
+# -- repo init, status, versions --------------------------------------------------------------------
+
+
+def test_repo_init_migrates_an_empty_schema_and_status_says_postgresql(pg_repo: Repo, store_url: str) -> None:
+    status = pg_repo.swamp("store", "status", "--json")
+    assert status.code == 0, status
+    assert status.json["kind"] == "postgresql" and status.json["current"] is True
+    assert status.json["schemaVersion"] == status.json["expected"] >= 1
+    again = run_swamp("repo", "init", "second", "--json", cwd=pg_repo.root.parent)
+    assert again.code == 0 and "storeMigrated" not in again.json, again
+
+
+def test_schema_newer_than_swamp_is_refused_and_not_touched(pg_repo: Repo, db: Any) -> None:
+    db.execute("UPDATE swamp_meta SET value = '99' WHERE key = 'schema_version'")
+    for args in (("workflow", "waits", "--json"), ("store", "migrate", "--json")):
+        refused = pg_repo.swamp(*args)
+        assert refused.code == 1, refused
+        assert refused.json["error"]["code"] == "store_schema_mismatch"
+        assert "upgrade swamp" in refused.json["error"]["message"]
+    status = pg_repo.swamp("store", "status", "--json")
+    assert status.code == 0 and status.json["schemaVersion"] == 99 and status.json["current"] is False
+    assert db.execute("SELECT value FROM swamp_meta WHERE key = 'schema_version'").fetchone() == ("99",)
+
+
+def test_without_psycopg_the_store_is_unavailable_naming_what_to_install(pg_repo: Repo) -> None:
+    hide = "import sys; sys.modules['psycopg'] = None; from swamp.cli.main import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", hide, "workflow", "waits", "--json"],
+        cwd=pg_repo.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "store_unavailable"
+    assert "pip install 'swamp[postgres]'" in error["message"]
+    assert "Traceback" not in done.stderr
+
+
+# -- one transaction per save -------------------------------------------------------------------------
+
+
+def test_a_signal_killed_mid_transaction_leaves_the_old_record_and_no_audit(pg_repo: Repo, db: Any) -> None:
+    """The signal's process is stopped inside its transaction (the audit table is locked, so its
+    insert waits after the record's upsert), then killed: the record is the one before the signal."""
+    waits_workflow(pg_repo, "one", 1)
+    run = pg_repo.swamp("workflow", "run", "one", "--json").json
+    wait_id, run_id = run["waits"][0]["waitId"], run["id"]
+    before = db.execute("SELECT record FROM runs WHERE run_id = %s", (run_id,)).fetchone()[0]
+    with db.transaction():
+        db.execute("LOCK TABLE audit IN EXCLUSIVE MODE")
+        child = subprocess.Popen(
+            [sys.executable, "-m", "swamp", "workflow", "signal", wait_id, "--payload", "5", "--json"],
+            cwd=pg_repo.root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            import psycopg
+
+            with psycopg.connect(os.environ["SWAMP_STORE_URL"], autocommit=True) as watcher:
+                until(
+                    lambda: watcher.execute(
+                        "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND query LIKE 'INSERT INTO audit%%'"
+                    ).fetchone(),
+                    "the signal to wait on the audit table",
+                )
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(BOUND)
+        finally:
+            if child.poll() is None:
+                child.kill()
+    after = db.execute("SELECT record FROM runs WHERE run_id = %s", (run_id,)).fetchone()[0]
+    assert after == before
+    assert db.execute("SELECT count(*) FROM audit WHERE run_id = %s", (run_id,)).fetchone() == (0,)
+    done = pg_repo.swamp("workflow", "signal", wait_id, "--payload", "5", "--json")
+    assert done.code == 0, done  # nothing left locked: the next signal goes through
+    assert db.execute("SELECT count(*) FROM audit WHERE run_id = %s", (run_id,)).fetchone() == (1,)
+
+
+# -- the claim -----------------------------------------------------------------------------------------
+
+HOLD = """
+import os, sys, time
+from swamp.app.context import App
+app = App.open(sys.argv[1])
+claim = app.claim(sys.argv[2], purpose="test-holder")
+claim.acquire()
+assert app.claim_held(sys.argv[2])  # right in the holder's own process
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_claim_timeout_names_the_holder_and_a_killed_holder_frees_the_run(pg_repo: Repo) -> None:
+    waits_workflow(pg_repo, "held", 1)
+    run = pg_repo.swamp("workflow", "run", "held", "--json").json
+    wait_id, run_id = run["waits"][0]["waitId"], run["id"]
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(pg_repo.root), run_id], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        busy = pg_repo.swamp(
+            "workflow", "signal", wait_id, "--payload", "1", "--claim-timeout", "0.2", "--json"
+        )
+        assert busy.code == 75, busy
+        assert busy.json["error"]["code"] == "claim_timeout"
+        assert f"swamp test-holder pid {holder.pid}@" in busy.json["error"]["message"]
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(BOUND)
+        done = pg_repo.swamp(
+            "workflow", "signal", wait_id, "--payload", "1", "--claim-timeout", "30", "--json"
+        )
+        assert done.code == 0, done
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(BOUND)
+
+
+# -- held signals: exactly one caller wins ------------------------------------------------------------
+
+
+def test_held_signal_is_kept_once_and_discarded_once(pg_repo: Repo) -> None:
+    from swamp.app.context import App
+    from swamp.domain.held import HeldSignal
+
+    held = App.open(str(pg_repo.root)).held
+    wait_id = "wait_" + "a" * 26
+    barrier = threading.Barrier(8)
+    kept: list[bool] = []
+    gone: list[bool] = []
+
+    def race(index: int) -> None:
+        signal = HeldSignal(wait_id, "r", "w", f"sig_{index}", "2026-01-01T00:00:00.000Z", "me", index)
+        barrier.wait()
+        kept.append(held.hold(signal))
+        barrier.wait()
+        gone.append(held.discard(wait_id))
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(BOUND)
+    assert sorted(kept) == [False] * 7 + [True]
+    assert sorted(gone) == [False] * 7 + [True]
+    assert held.read(wait_id) is None and not held.exists(wait_id)
+
+
+# -- events: gap-free cursors across processes ---------------------------------------------------------
+
+APPEND = """
+import sys
+from swamp.app.context import App
+log = App.open(sys.argv[1]).events
+for i in range(40):
+    log.append([{"event": "test", "writer": sys.argv[2], "n": i * 2 + k} for k in range(1 + i % 2)])
+"""
+
+
+def test_event_cursors_are_gap_free_across_four_appending_processes(pg_repo: Repo) -> None:
+    from swamp.app.context import App
+
+    log = App.open(str(pg_repo.root)).events
+    start = log.start()
+    writers = [subprocess.Popen([sys.executable, "-c", APPEND, str(pg_repo.root), f"p{w}"]) for w in range(4)]
+    for writer in writers:
+        assert writer.wait(BOUND) == 0
+    events = log.read(start, 10_000)
+    assert len(events) == 4 * 60
+    seqs = [int(e["cursor"][9:]) for e in events]
+    first = int(start[9:]) + 1
+    assert seqs == list(range(first, first + len(events)))
+    for w in range(4):
+        mine = [e["n"] for e in events if e["writer"] == f"p{w}"]
+        assert mine == sorted(mine) and len(mine) == 60
+
+
+# -- indexes: flat in the number of finished runs ------------------------------------------------------
+
+
+def test_waits_history_and_supersede_read_no_finished_record(pg_repo: Repo, db: Any) -> None:
+    """1000 finished runs in the table: waits, supersede's candidates, history --limit and
+    history get by prefix parse only the records they show."""
+    from swamp.app.context import App
+    from swamp.store.pg import runs as pg_runs
+
+    waits_workflow(pg_repo, "many", 1)
+    open_run = pg_repo.swamp("workflow", "run", "many", "--json").json
+    record = json.loads(
+        db.execute("SELECT record FROM runs WHERE run_id = %s", (open_run["id"],)).fetchone()[0]
+    )
+    record["status"] = "succeeded"
+    rows = []
+    for i in range(1000):
+        copy = {**record, "id": f"00000000-0000-4000-8000-{i:012d}", "createdAt": "2025-01-01T00:00:00.000Z"}
+        rows.append((copy["id"], copy["workflowId"], copy["workflowName"], json.dumps(copy)))
+    with db.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO runs (run_id, workflow_id, workflow_name, status, inputs_sha256, created_at, "
+            "record) VALUES (%s, %s, %s, 'succeeded', '', '2025-01-01T00:00:00.000Z', %s)",
+            rows,
+        )
+    parsed: list[str] = []
+    real = pg_runs.PgRunRepository._parse
+
+    def counting(self: Any, run_id: str, text: str) -> Any:
+        parsed.append(run_id)
+        return real(self, run_id, text)
+
+    pg_runs.PgRunRepository._parse = counting  # type: ignore[method-assign]
+    try:
+        app = App.open(str(pg_repo.root))
+        from swamp.app.history import history, history_get
+        from swamp.app.signals import list_waits
+
+        assert [w["runId"] for w in list_waits(app)["waits"]] == [open_run["id"]]
+        assert len(app.runs.active_entries()) == 1
+        assert parsed == [open_run["id"]]
+        parsed.clear()
+        assert len(history(app, "many", 5)["runs"]) == 5
+        assert len(parsed) == 5
+        parsed.clear()
+        assert history_get(app, "00000000-0000-4000-8000-000000000999")["status"] == "succeeded"
+        assert parsed == ["00000000-0000-4000-8000-000000000999"]
+    finally:
+        pg_runs.PgRunRepository._parse = real  # type: ignore[method-assign]
+
+
+# -- a race: 16 signals to 16 waits of one run, from 16 processes ---------------------------------------
+
+
+def test_sixteen_signals_from_sixteen_processes_are_all_accepted(pg_repo: Repo, db: Any) -> None:
+    waits_workflow(pg_repo, "fan", 16)
+    run = pg_repo.swamp("workflow", "run", "fan", "--json").json
+    waits = [w["waitId"] for w in run["waits"]]
+    assert len(waits) == 16
+    env = {**os.environ, "SWAMP_CLAIM_TIMEOUT": "120"}
+    signallers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "swamp", "workflow", "signal", w, "--payload", str(i), "--json"],
+            cwd=pg_repo.root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i, w in enumerate(waits)
+    ]
+    answers = [p.communicate(timeout=180) for p in signallers]
+    assert [p.returncode for p in signallers] == [0] * 16, answers
+    doc = pg_repo.swamp("workflow", "history", "get", run["id"], "--json").json
+    receipts = {s["wait"]["waitId"]: s["wait"]["receipt"]["id"] for s in doc["jobs"][0]["steps"]}
+    assert set(receipts) == set(waits)
+    accepted = {e["waitId"]: e["signalId"] for e in doc["audit"] if e["code"] == "accepted"}
+    assert accepted == receipts
