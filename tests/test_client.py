@@ -356,3 +356,10 @@ def test_a_serve_that_cannot_start_says_why(tmp_path):
         broken.serve_status()
     assert lost.value.details["exitCode"] == 2
     assert "max-runs" in lost.value.message.lower() or "max-runs" in "".join(broken.serve_log()).lower()
+
+
+def test_store_status_and_migrate_say_which_store_the_repository_uses(client):
+    status = client.store_status()
+    assert status["kind"] == "file" and status["current"] is True and status["schemaVersion"] is None
+    migrated = client.store_migrate()
+    assert migrated["kind"] == "file" and migrated["applied"] == []

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import Repo, job, make_repo, run_swamp
+from helpers import Repo, job, make_repo, run_swamp
 
 ADDRESS = os.environ.get("SWAMP_TEST_PG", "")
 pytestmark = pytest.mark.skipif(

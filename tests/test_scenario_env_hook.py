@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import SWAMP, clean_env
+from helpers import SWAMP, clean_env
 
 HOOK = Path(__file__).resolve().parents[1] / "scripts" / "pg-scenario-env"
 ADDRESS = os.environ.get("SWAMP_TEST_PG", "")

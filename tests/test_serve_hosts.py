@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tests.helpers import SWAMP, Repo, clean_env, job, make_repo
+from helpers import SWAMP, Repo, clean_env, job, make_repo
 
 RUNS = 24
 DUE = 4

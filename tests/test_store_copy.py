@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Repo, job, make_repo
+from helpers import Repo, job, make_repo
 
 ADDRESS = os.environ.get("SWAMP_TEST_PG", "")
 needs_pg = pytest.mark.skipif(
