@@ -35,6 +35,12 @@ class RunStore(Protocol):
         """save(), and the audit entry that says why: one transaction where the store has them."""
         ...
 
+    def after_commit(self, action: Callable[[], None]) -> None:
+        """Run `action` once what is being saved is durable: at once on files; on PostgreSQL
+        `on_change` is told inside the save's transaction (its events commit with the save), and
+        what must not run before the commit (starting hooks) defers itself with this."""
+        ...
+
     def load(self, workflow_id: str, run_id: str) -> WorkflowRun: ...
 
     def find(self, run_id_or_prefix: str, workflow_id: str | None = None) -> WorkflowRun:

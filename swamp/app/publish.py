@@ -28,7 +28,8 @@ def publish(app: App, before: RunState | None, run: WorkflowRun) -> None:
     if not changes:
         return
     append_events(app, changes)
-    _start_hooks(app, run, changes)
+    if app.settings.hooks:
+        app.runs.after_commit(lambda: _start_hooks(app, run, changes))
 
 
 def append_events(app: App, changes: list[dict[str, Any]]) -> None:

@@ -97,6 +97,10 @@ class RunRepository:
     def relative_path(self, run: WorkflowRun) -> str:
         return self._shown(self._record_file(run.workflowId, run.id))
 
+    def after_commit(self, action: Callable[[], None]) -> None:
+        """Each save is durable when it returns: nothing to wait for."""
+        action()
+
     def location(self, run: WorkflowRun) -> str:
         return self.relative_path(run)
 

@@ -23,7 +23,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...domain.errors import StorageError
@@ -90,10 +90,34 @@ class Database:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
-        """One transaction on this thread's connection: committed on leaving, rolled back on error."""
+        """One transaction on this thread's connection: committed on leaving, rolled back on error.
+        Nested, it is a savepoint of the outer one; what after_commit() deferred runs once the
+        outermost commits (and never when it rolls back)."""
         conn = self.connection()
-        with self.errors("write to"), conn.transaction():
-            yield conn
+        depth = getattr(self._local, "depth", 0)
+        if depth == 0:
+            self._local.after = []
+        self._local.depth = depth + 1
+        try:
+            with self.errors("write to"), conn.transaction():
+                yield conn
+        except BaseException:
+            if depth == 0:
+                self._local.after = []
+            raise
+        finally:
+            self._local.depth = depth
+        if depth == 0:
+            deferred, self._local.after = self._local.after, []
+            for action in deferred:
+                action()
+
+    def after_commit(self, action: Callable[[], None]) -> None:
+        """Run `action` once this thread's transaction commits (now, when none is open)."""
+        if getattr(self._local, "depth", 0):
+            self._local.after.append(action)
+        else:
+            action()
 
     def execute(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         """Run one statement on this thread's connection (autocommit); its rows, if any."""

@@ -13,6 +13,7 @@ waits are open, the index entry) are the domain's and store/runs.py's, reused he
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ...domain.changes import run_state
@@ -116,9 +117,19 @@ class PgRunRepository:
                     (run.id, json.dumps(audit, ensure_ascii=False)),
                 )
             conn.execute("SELECT pg_notify(%s, %s)", (channel, run.id))
-        before, run.published = run.published, run_state(run)
-        if self.on_change is not None:
-            self.on_change(before, run)
+            # Told inside the transaction: the events it appends commit with the save (one commit,
+            # and no event lost between the two); what must wait for the commit (hooks) defers
+            # itself with after_commit.
+            before, run.published = run.published, run_state(run)
+            try:
+                if self.on_change is not None:
+                    self.on_change(before, run)
+            except BaseException:
+                run.published = before
+                raise
+
+    def after_commit(self, action: Callable[[], None]) -> None:
+        self.db.after_commit(action)
 
     def refresh_active_entry(self, run: WorkflowRun) -> None:
         """Nothing to do: every save writes the exact next deadline."""
