@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from helpers import Repo, job, make_repo, run_swamp
 
 ADDRESS = os.environ.get("SWAMP_TEST_PG", "")

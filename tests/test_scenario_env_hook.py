@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import SWAMP, clean_env
 
 HOOK = Path(__file__).resolve().parents[1] / "scripts" / "pg-scenario-env"

@@ -14,7 +14,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from helpers import Repo, job, make_repo
 
 ADDRESS = os.environ.get("SWAMP_TEST_PG", "")
