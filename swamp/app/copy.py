@@ -150,15 +150,6 @@ def _wait_ids(run: WorkflowRun) -> list[str]:
     return found
 
 
-def _indexed_waits(run: WorkflowRun) -> list[str]:
-    """The waits a signal finds through the wait index: open ones, and reserved ones not opened."""
-    found = []
-    for _, step in run.steps():
-        if step.wait is not None and step.status == "waiting":
-            found.append(step.wait.waitId)
-        elif step.wait is None and not step.is_terminal and step.reservedWaitId is not None:
-            found.append(step.reservedWaitId)
-    return found
 
 
 def _held_of(run: WorkflowRun, held: Any) -> list[HeldSignal]:
@@ -184,7 +175,7 @@ def summary(store: Store) -> dict[str, Any]:
         counts["runs"] += 1
         digest.update(f"run {run.id}\n".encode())
         digest.update(_encode(run.to_dict()).encode("utf-8", "surrogatepass") + b"\n")
-        for wait_id in _indexed_waits(run):
+        for wait_id in run.signalable_wait_ids():
             if runs_store.wait_home(wait_id) == (run.workflowId, run.id):
                 counts["waits"] += 1
                 digest.update(f"wait {wait_id}\n".encode())

@@ -767,6 +767,17 @@ class WorkflowRun:
             for _, s in self.steps()
         )
 
+    def signalable_wait_ids(self) -> list[str]:
+        """The waits a signal can reach now, as the wait index holds them: open ones, and reserved
+        ones their steps have not opened (a signal may come early, WAIT-069)."""
+        found = []
+        for _, step in self.steps():
+            if step.wait is not None and step.status == "waiting":
+                found.append(step.wait.waitId)
+            elif step.wait is None and not step.is_terminal and step.reservedWaitId is not None:
+                found.append(step.reservedWaitId)
+        return found
+
     def reserve_waits(self, steps: set[tuple[str, str]]) -> None:
         """Reserve a wait ID for each (job, step) named: its wait_for_signal steps (WAIT-066)."""
         for job, step in self.steps():

@@ -306,18 +306,12 @@ class RunRepository:
     def _index_waits(self, run: WorkflowRun) -> None:
         self._no_links(str(self._waits_dir))
         opened = False
-        for _, step in run.steps():
-            # An open wait, or a reserved one its step has not opened (a signal may come early).
-            if step.wait is not None and step.status == "waiting":
-                wait_id: str | None = step.wait.waitId
-            else:
-                wait_id = step.reservedWaitId if step.wait is None and not step.is_terminal else None
-            if wait_id is not None:
-                pointer = self._wait_pointer(wait_id)
-                if not os.path.exists(pointer):
-                    body = {"workflowId": run.workflowId, "runId": run.id}
-                    write_atomic(Path(pointer), json.dumps(body).encode("utf-8"))
-                    opened = True
+        for wait_id in run.signalable_wait_ids():
+            pointer = self._wait_pointer(wait_id)
+            if not os.path.exists(pointer):
+                body = {"workflowId": run.workflowId, "runId": run.id}
+                write_atomic(Path(pointer), json.dumps(body).encode("utf-8"))
+                opened = True
         if opened:
             # The audit trail is created with the first wait, so that a signal only appends to it:
             # creating a file is the one costly step a signal could otherwise add beside its save.

@@ -47,15 +47,6 @@ def text_array(values: list[str]) -> str:
     return "{" + ",".join(quoted) + "}"
 
 
-def wait_ids_of(run: WorkflowRun) -> list[str]:
-    """The run's open waits and the reserved ones its steps have not opened (as store/runs.py)."""
-    found = []
-    for _, step in run.steps():
-        if step.wait is not None and step.status == "waiting":
-            found.append(step.wait.waitId)
-        elif step.wait is None and not step.is_terminal and step.reservedWaitId is not None:
-            found.append(step.reservedWaitId)
-    return found
 
 
 class PgRunRepository:
@@ -100,7 +91,7 @@ class PgRunRepository:
             run.createdAt,
             data + "\n",
         )
-        waits = [] if settled_only else wait_ids_of(run)
+        waits = [] if settled_only else run.signalable_wait_ids()
         channel = self.db.channel("saved")
         with self.db.transaction() as conn:
             conn.execute(_UPSERT, row)
