@@ -351,3 +351,32 @@ def test_a_hook_outcome_reaches_the_audit_trail_in_the_database(pg_repo: Repo, d
     found = until(hooks, "the hook's outcome in wait show")
     assert found[0]["code"] == "hook_failed" and found[0]["exitCode"] == 7 and found[0]["stderr"] == "oops\n"
     assert not list((pg_repo.root / ".swamp").rglob("*.audit.jsonl"))
+
+
+@pytest.mark.parametrize("driver", ["psycopg", "lean"])
+def test_the_loop_works_through_either_driver(
+    pg_repo: Repo, monkeypatch: pytest.MonkeyPatch, driver: str
+) -> None:
+    """Short commands use lean.py by default; SWAMP_PG_DRIVER=psycopg sends every statement through
+    psycopg: both must run the whole loop (run to a wait, waits, signal --resume, history)."""
+    monkeypatch.setenv("SWAMP_PG_DRIVER", driver)
+    from swamp.store.pg.connection import Database
+
+    probe = Database(os.environ["SWAMP_STORE_URL"])
+    expected = "psycopg" if driver == "psycopg" else "swamp.store.pg.lean"
+    assert type(probe.connection()).__module__.startswith(expected)  # the variable chooses the driver
+    probe.close()
+    name = waits_workflow(pg_repo, f"loop-{driver}", 1)
+    started = pg_repo.swamp("workflow", "run", name, "--json")
+    assert started.code == 0 and started.json["status"] == "suspended", started
+    wait_id = started.json["waits"][0]["waitId"]
+    listed = pg_repo.swamp("workflow", "waits", "--json")
+    assert [w["waitId"] for w in listed.json["waits"]] == [wait_id], listed
+    refused = pg_repo.swamp("workflow", "signal", wait_id, "--payload", '"seven"', "--json")
+    assert refused.code == 3 and refused.json["error"]["code"] == "payload_invalid", refused
+    signalled = pg_repo.swamp("workflow", "signal", wait_id, "--payload", "7", "--resume", "--json")
+    assert signalled.code == 0, signalled
+    run = pg_repo.swamp("workflow", "history", "get", started.json["id"], "--json")
+    assert run.json["status"] == "succeeded", run
+    codes = [entry.get("code") for entry in run.json["audit"]]
+    assert codes.count("accepted") == 1 and "payload_invalid" in codes, codes
