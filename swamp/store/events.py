@@ -41,6 +41,7 @@ import errno
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..domain.errors import CursorExpired, CursorInvalid
@@ -56,6 +57,40 @@ _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 def cursor_of(epoch: str, seq: int) -> str:
     return f"{epoch}-{seq:012d}"
+
+
+def check_cursor(
+    after: str, epoch: str | None, oldest_seq: int, last_seq: Callable[[], int]
+) -> tuple[str, int]:
+    """(epoch, seq) of `after` in a log of `epoch` (None: no log yet) that keeps the events after
+    `oldest_seq` up to `last_seq()`; else CursorInvalid or CursorExpired. The rules every store's
+    event log keeps (the PostgreSQL one too)."""
+    if not isinstance(after, str) or not _is_cursor(after):
+        raise CursorInvalid(
+            f"{after!r} is not an event cursor; pass the 'cursor' of an event (or of a result) "
+            "this repository gave, or leave it out to start at the end of the log",
+            {"cursor": after},
+        )
+    oldest = None if epoch is None else cursor_of(epoch, oldest_seq)
+    if epoch is None or after[:8] != epoch:
+        raise CursorExpired(
+            f"cursor {after} is from an event log this repository no longer has; resume from "
+            f"the oldest cursor kept ({oldest or 'none: leave --after out'}) and re-read the runs",
+            {"cursor": after, "oldest": oldest},
+        )
+    seq, last = _seq(after), last_seq()
+    if seq > last:
+        raise CursorInvalid(
+            f"cursor {after} is past the end of this repository's event log; pass a cursor it gave",
+            {"cursor": after, "latest": cursor_of(epoch, last)},
+        )
+    if seq < oldest_seq:
+        raise CursorExpired(
+            f"the events after cursor {after} are no longer kept; resume from the oldest cursor "
+            f"kept ({oldest}) and re-read the runs (swamp workflow history) for what was missed",
+            {"cursor": after, "oldest": oldest},
+        )
+    return epoch, seq
 
 
 def events_dir(layout: RepoLayout) -> str:
@@ -233,34 +268,10 @@ class EventLog:
 
     def check(self, after: str) -> tuple[str, int]:
         """(epoch, seq) of a cursor this log can resume after, or CursorInvalid / CursorExpired."""
-        if not isinstance(after, str) or not _is_cursor(after):
-            raise CursorInvalid(
-                f"{after!r} is not an event cursor; pass the 'cursor' of an event (or of a result) "
-                "this repository gave, or leave it out to start at the end of the log",
-                {"cursor": after},
-            )
-        epoch, seq = after[:8], int(after[9:])
         segments = self._segments()
-        oldest = cursor_of(segments[0][0], segments[0][1] - 1) if segments else None
-        if not segments or segments[0][0] != epoch:
-            raise CursorExpired(
-                f"cursor {after} is from an event log this repository no longer has; resume from "
-                f"the oldest cursor kept ({oldest or 'none: leave --after out'}) and re-read the runs",
-                {"cursor": after, "oldest": oldest},
-            )
-        last = self._last_known(segments)
-        if seq > last:
-            raise CursorInvalid(
-                f"cursor {after} is past the end of this repository's event log; pass a cursor it gave",
-                {"cursor": after, "latest": cursor_of(epoch, last)},
-            )
-        if seq < segments[0][1] - 1:
-            raise CursorExpired(
-                f"the events after cursor {after} are no longer kept; resume from the oldest cursor "
-                f"kept ({oldest}) and re-read the runs (swamp workflow history) for what was missed",
-                {"cursor": after, "oldest": oldest},
-            )
-        return epoch, seq
+        if not segments:
+            return check_cursor(after, None, 0, lambda: 0)
+        return check_cursor(after, segments[0][0], segments[0][1] - 1, lambda: self._last_known(segments))
 
     def _last_known(self, segments: list[tuple[str, int]]) -> int:
         latest = self.latest()

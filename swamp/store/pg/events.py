@@ -22,8 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ...domain.errors import CursorExpired, CursorInvalid
-from ..events import _is_cursor, _seq, cursor_of
+from ..events import check_cursor, cursor_of
 from ..notify import POLL_SECONDS, Changes
 from .connection import Database, quote_ident
 
@@ -84,34 +83,8 @@ class PgEventLog:
         return cursor_of(epoch, last)
 
     def check(self, after: str) -> tuple[str, int]:
-        if not isinstance(after, str) or not _is_cursor(after):
-            raise CursorInvalid(
-                f"{after!r} is not an event cursor; pass the 'cursor' of an event (or of a result) "
-                "this repository gave, or leave it out to start at the end of the log",
-                {"cursor": after},
-            )
         epoch, last, first = self._state()
-        oldest_seq = last if first is None else first - 1
-        oldest = cursor_of(epoch, oldest_seq)
-        if after[:8] != epoch:
-            raise CursorExpired(
-                f"cursor {after} is from an event log this repository no longer has; resume from "
-                f"the oldest cursor kept ({oldest}) and re-read the runs",
-                {"cursor": after, "oldest": oldest},
-            )
-        seq = _seq(after)
-        if seq > last:
-            raise CursorInvalid(
-                f"cursor {after} is past the end of this repository's event log; pass a cursor it gave",
-                {"cursor": after, "latest": cursor_of(epoch, last)},
-            )
-        if seq < oldest_seq:
-            raise CursorExpired(
-                f"the events after cursor {after} are no longer kept; resume from the oldest cursor "
-                f"kept ({oldest}) and re-read the runs (swamp workflow history) for what was missed",
-                {"cursor": after, "oldest": oldest},
-            )
-        return epoch, seq
+        return check_cursor(after, epoch, last if first is None else first - 1, lambda: last)
 
     def read(self, after: str | None, limit: int) -> list[dict[str, Any]]:
         if after is None:
