@@ -195,7 +195,8 @@ TEXT_SPEC = """\
 
 - **[WAIT-001]** A signal to a settled wait MUST be refused; log mode prints
   `Next: swamp workflow wait show <waitId>` and the message
-  `the wait has settled already`, then lists the open waits (`<a>, <b>, ...`).
+  `the wait has settled already`, then lists the open waits (`<a>, <b>, ...`), one line
+  `Waiting for approval: <job>.<step>: <prompt>` per gate and `swamp workflow resume WORKFLOW --run RUN`.
 - **[WAIT-002]** A run MUST end.
 
   Its stderr tail is shown in a box:
@@ -264,6 +265,8 @@ def test_text_the_cited_requirements_state_passes(text_repo):
                 "outputs": {"stdout": "what the step itself printed out"},
                 "gone": {"$not": {"$contains": "text that must not be there"}},
                 "expr": "step ${{ inputs.a }} of ${{ inputs.b }} x",  # expressions split the text
+                "gate": "Waiting for approval: prod.notify: Tell the team now?",  # <prompt> takes spaces
+                "resume": "swamp workflow resume deploy --run ${r}",  # capitals in a code span
             }
         },
         "run": ["x", "a note of my own making"],
@@ -281,6 +284,7 @@ def test_text_no_cited_requirement_states_fails(text_repo):
             "json": {"error": {"message": "the wait has settled, sorry"}},
             "stdout": {"$regex": "^Then: swamp workflow wait show ${w}"},
             "stderr": {"$contains": "the run stopped for a reason"},
+            "frames": [{"type": "event", "line": "blow took early signal"}],  # not a <step> alone
         },
     }
     text_scenario(text_repo, "pins", ["WAIT-001", "WAIT-002"], expect)
@@ -295,6 +299,7 @@ def test_text_no_cited_requirement_states_fails(text_repo):
     assert problems == [
         problem("files", "cut at 199 characters plus more", "WAIT-003"),
         problem("pins", "the wait has settled, sorry", both),
+        problem("pins", "blow took early signal", both),
         problem("pins", "Then: swamp workflow wait show", both),
         problem("pins", "the run stopped for a reason", both),
     ]
