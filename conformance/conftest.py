@@ -47,6 +47,7 @@ from swamp_conformance_runner.execute import ScenarioFailure, ScenarioRun  # noq
 from swamp_conformance_runner.matching import ScenarioError  # noqa: E402
 from swamp_conformance_runner.scenario import DEFAULT_FEATURES, FEATURES, load_scenario  # noqa: E402
 from swamp_conformance_runner.schemas import Schemas, SchemaSetupError  # noqa: E402
+from swamp_conformance_runner.selection import Selection, split_values  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,6 +70,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="comma-separated features the implementation has (default: "
         f"{','.join(DEFAULT_FEATURES)}; known: {','.join(FEATURES)}); a scenario needing another is "
         "skipped. `core` is always included",
+    )
+    group.addoption(
+        "--id",
+        action="append",
+        default=[],
+        dest="conformance_ids",
+        metavar="ID",
+        help="run only the scenario with exactly this id (repeatable, or a comma list); "
+        "with --folder, the scenarios of either",
+    )
+    group.addoption(
+        "--folder",
+        action="append",
+        default=[],
+        dest="conformance_folders",
+        metavar="DIR",
+        help="run only the scenarios under this folder of conformance/scenarios/, e.g. waits "
+        "(repeatable, or a comma list)",
+    )
+    group.addoption(
+        "--exclude",
+        action="append",
+        default=[],
+        dest="conformance_excludes",
+        metavar="ID-OR-DIR",
+        help="leave out the scenario with this id, or every scenario under this folder "
+        "(repeatable, or a comma list)",
     )
     group.addoption(
         "--env-hook",
@@ -143,6 +171,30 @@ def selected_features(config: pytest.Config) -> frozenset[str]:
         known = ", ".join(FEATURES)
         raise pytest.UsageError(f"--features: unknown feature(s) {', '.join(unknown)}; known: {known}")
     return frozenset(names | {"core"})
+
+
+def selection(config: pytest.Config) -> Selection:
+    return Selection(
+        ids=split_values(config.getoption("conformance_ids", default=[])),
+        folders=split_values(config.getoption("conformance_folders", default=[])),
+        excludes=split_values(config.getoption("conformance_excludes", default=[])),
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--id, --folder, --exclude: the scenarios not chosen are deselected (not in the results)."""
+    chosen = selection(config)
+    if not chosen.active:
+        return
+    scenarios = [(item, item.scenario.id, item.path.resolve().relative_to(SCENARIOS).as_posix())
+                 for item in items if isinstance(item, ScenarioItem)]  # fmt: skip
+    problems = chosen.unknown((sid, file) for _, sid, file in scenarios)
+    if problems:
+        raise pytest.UsageError("; ".join(problems))
+    dropped = {id(item) for item, sid, file in scenarios if not chosen.chooses(sid, file)}
+    if dropped:
+        config.hook.pytest_deselected(items=[item for item in items if id(item) in dropped])
+        items[:] = [item for item in items if id(item) not in dropped]
 
 
 def pytest_configure(config: pytest.Config) -> None:

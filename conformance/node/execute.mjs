@@ -166,7 +166,7 @@ export class ScenarioRun {
       what = `the --json document of \`${key}\``;
     }
     const problem = docs.problem(document, ref);
-    return problem === null ? [] : [`${what} does not match ${ref}: ${problem}`];
+    return problem === null ? [] : [`${what} does not match ${ref}: ${problem}${this.cited()}`];
   }
 
   async step_jsonl(step) {
@@ -268,11 +268,22 @@ export class ScenarioRun {
         problems.push(`stdout line ${n + 1} is not a JSON frame (${err.message}): ${short(line)}`);
         return;
       }
-      const problem = this.documents.frameReport(frames.length, frame);
+      const problem = this.frameReport(frames.length, frame);
       if (problem) problems.push(problem);
       frames.push(frame);
     });
     return [frames, problems];
+  }
+
+  /** The report of a frame the frame schema refuses (null when it passes). */
+  frameReport(number, frame) {
+    const problem = this.documents.frameReport(number, frame);
+    return problem ? problem + this.cited() : null;
+  }
+
+  /** The line a schema failure ends with: what the scenario says it proves. */
+  cited() {
+    return `\n    requirements the scenario cites: ${this.scenario.requirements.join(', ')}`;
   }
 
   checkFiles(where, check, snapshots) {
@@ -335,7 +346,7 @@ export class ScenarioRun {
       return [`${label}: not a JSON document (${err.message}), and ${ref} applies to it`];
     }
     const problem = this.documents.problem(document, ref);
-    return problem === null ? [] : [`${label}: does not match ${ref}: ${problem}`];
+    return problem === null ? [] : [`${label}: does not match ${ref}: ${problem}${this.cited()}`];
   }
 
   checkContent(label, rel, check) {

@@ -28,9 +28,9 @@ export class SessionFailure extends Error {
 
 /** One stream of frames: the process's stdout (`stdio`) or a socket connection. */
 class Channel {
-  constructor(name, documents) {
+  constructor(name, run) {
     this.name = name;
-    this.documents = documents;
+    this.run = run; // the ScenarioRun: its frameReport validates each frame
     this.frames = [];
     this.problems = [];
     this.lines = [];
@@ -71,7 +71,7 @@ class Channel {
       this.problems.push(`${this.name}: line ${this.lines.length} is not a JSON frame (${err.message}): ${short(line)}`);
       return;
     }
-    const problem = this.documents.frameReport(this.frames.length, frame);
+    const problem = this.run.frameReport(this.frames.length, frame);
     if (problem) this.problems.push(`${this.name}: ${problem}`);
     this.frames.push(frame);
   }
@@ -144,7 +144,7 @@ export class Session {
   }
 
   channel(name) {
-    const channel = new Channel(name, this.run.documents);
+    const channel = new Channel(name, this.run);
     this.channels.set(name, channel);
     return channel;
   }

@@ -345,7 +345,7 @@ class ScenarioRun:
                 return [f"no schema for the output of `{words}`: index.json has no `commands` entry for it"]
             ref, what = self.schemas.commands[key], f"the --json document of `{key}`"
         problem = self.schemas.problem(document, ref)
-        return [] if problem is None else [f"{what} does not match {ref}: {problem}"]
+        return [] if problem is None else [f"{what} does not match {ref}: {problem}{self._cited()}"]
 
     def frame_problem(self, number: int, frame: Any) -> str | None:
         """The report of a frame that does not match the frame schema (None when it does)."""
@@ -354,7 +354,12 @@ class ScenarioRun:
             return None
         return (
             f"frame #{number} does not match {self.schemas.frame}: {problem}\n    frame: {short(frame, 400)}"
+            + self._cited()
         )
+
+    def _cited(self) -> str:
+        """The line a schema failure ends with: what the scenario says it proves."""
+        return f"\n    requirements the scenario cites: {', '.join(self.scenario.requirements)}"
 
     def _parse_frames(self, stdout: str) -> tuple[list[Any], list[str]]:
         lines = stdout.split("\n")
@@ -420,7 +425,7 @@ class ScenarioRun:
         except ValueError as exc:
             return [f"{label}: not a JSON document ({exc}), and {ref} applies to it"]
         problem = self.schemas.problem(document, ref)
-        return [] if problem is None else [f"{label}: does not match {ref}: {problem}"]
+        return [] if problem is None else [f"{label}: does not match {ref}: {problem}{self._cited()}"]
 
     def _check_snapshot(self, label: str, path: Path, check: dict[str, Any]) -> list[str]:
         """`snapshot: NAME` records the file; `unchanged: NAME` says how it differs from that record."""
