@@ -214,10 +214,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     outcomes = config._conformance_outcomes  # type: ignore[attr-defined]
     scenario_id = props["scenario"]
+    sent = list(props.get("sent", []))  # per step that sent something, the digest of what it sent
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        outcomes[scenario_id] = {"outcome": report.outcome, "features": list(props["features"])}
+        outcomes[scenario_id] = {"outcome": report.outcome, "features": list(props["features"]), "sent": sent}
     elif report.when == "teardown" and report.outcome == "failed":
-        outcomes[scenario_id] = {"outcome": "failed", "features": list(props["features"])}
+        outcomes[scenario_id] = {"outcome": "failed", "features": list(props["features"]), "sent": sent}
 
 
 _CONFIG: list[pytest.Config] = []
@@ -314,14 +315,18 @@ class ScenarioItem(pytest.Item):
             )
         schemas = _schemas(self.config)
         workdir = _workdir(self.config, self.scenario.id)
-        ScenarioRun(
+        run = ScenarioRun(
             self.scenario,
             impl,
             workdir,
             schemas,
             display_path=self.nodeid.split("::")[0],
             env_hook=resolve_env_hook(self.config),
-        ).run()
+        )
+        try:
+            run.run()
+        finally:
+            self.user_properties.append(("sent", run.sent))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailure):

@@ -259,7 +259,7 @@ export async function main(argv) {
   await pool(chosen, options.jobs, async (scenario) => {
     const missing = scenario.features.filter((f) => !features.includes(f)).sort();
     if (missing.length) {
-      outcomes[scenario.id] = { outcome: 'skipped', features: [...scenario.features].sort() };
+      outcomes[scenario.id] = { outcome: 'skipped', features: [...scenario.features].sort(), sent: [] };
       write(`skip ${scenario.id} (needs feature(s) not selected: ${missing.join(', ')})`);
       return;
     }
@@ -267,15 +267,17 @@ export async function main(argv) {
     const workdir = path.join(root, `${scenario.id.slice(0, 40)}-${counter}`);
     const display = `conformance/scenarios/${scenario.file}`;
     let outcome = 'passed';
+    const execution = new ScenarioRun(scenario, impl, workdir, documents, display, envHook);
     try {
-      await new ScenarioRun(scenario, impl, workdir, documents, display, envHook).run();
+      await execution.run();
     } catch (err) {
       outcome = 'failed';
       if (err instanceof ScenarioFailure) failures.push([scenario.id, err.message]);
       else if (err instanceof ScenarioError || err instanceof SchemaError) failures.push([scenario.id, `broken scenario ${display}: ${err.message}`]);
       else failures.push([scenario.id, `internal error of the runner: ${err.stack}`]);
     }
-    outcomes[scenario.id] = { outcome, features: [...scenario.features].sort() };
+    // sent: per step that sent something, the digest of what it sent (compare-runners compares them)
+    outcomes[scenario.id] = { outcome, features: [...scenario.features].sort(), sent: execution.sent };
     write(`${outcome === 'passed' ? 'ok  ' : 'FAIL'} ${scenario.id}`);
     // Best effort: a process the implementation detached (a hook, HOOK-009) may still be writing
     // its last file there (ENOTEMPTY while the tree is removed). A folder left behind in the

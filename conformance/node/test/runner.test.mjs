@@ -89,7 +89,7 @@ describe('the node runner', { concurrency: 4 }, () => {
     const results = path.join(TMP, 'skip.json');
     const skipped = await run(GOOD, file, '--include-selftest', '--features', 'core', '--results-json', results);
     assert.equal(skipped.code, 0, skipped.out);
-    includes(skipped.out, 'skip selftest-roundtrip (needs feature(s) not selected: file-store)');
+    includes(skipped.out, 'skip selftest-roundtrip (needs feature(s) not selected: file-store, jsonl)');
     assert.equal(JSON.parse(fs.readFileSync(results, 'utf8')).scenarios['selftest-roundtrip'].outcome, 'skipped');
     const one = await run(GOOD, file, '--include-selftest', '--filter', 'SELFTEST-002');
     includes(one.out, '0 failed, 1 passed, 0 skipped');
