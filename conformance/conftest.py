@@ -69,7 +69,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="comma-separated features the implementation has (default: "
         f"{','.join(DEFAULT_FEATURES)}; known: {','.join(FEATURES)}); a scenario needing another is "
-        "skipped. `core` is always included",
+        "skipped. `core` is always included; `all` stands for the default set (`all,postgresql-store`)",
     )
     group.addoption(
         "--id",
@@ -166,6 +166,8 @@ def selected_features(config: pytest.Config) -> frozenset[str]:
     if not value:
         return frozenset(DEFAULT_FEATURES)
     names = {name.strip() for name in value.split(",") if name.strip()}
+    if "all" in names:  # every feature selected by default, e.g. `all,postgresql-store`
+        names = (names - {"all"}) | set(DEFAULT_FEATURES)
     unknown = sorted(names - set(FEATURES))
     if unknown:
         known = ", ".join(FEATURES)

@@ -150,6 +150,10 @@ export function resolveImpl(value, start = process.cwd()) {
 function selectedFeatures(value, known) {
   if (!value) return known.filter((n) => !OPT_IN_FEATURES.includes(n));
   const names = new Set(value.split(',').map((n) => n.trim()).filter(Boolean));
+  if (names.has('all')) { // every feature selected by default, e.g. `all,postgresql-store`
+    names.delete('all');
+    for (const n of known) if (!OPT_IN_FEATURES.includes(n)) names.add(n);
+  }
   const unknown = [...names].filter((n) => !known.includes(n)).sort();
   if (unknown.length) throw new UsageError(`--features: unknown feature(s) ${unknown.join(', ')}; known: ${known.join(', ')}`);
   names.add('core');

@@ -711,6 +711,8 @@ def test_postgresql_store_scenarios_run_only_when_selected(suite):
     by_default.stdout.fnmatch_lines(["*needs feature(s) not selected: postgresql-store*"])
     chosen = run(suite, command(GOOD), "--features", "core,postgresql-store")
     chosen.assert_outcomes(passed=1)
+    everything = run(suite, command(GOOD), "--include-selftest", "--features", "all,postgresql-store")
+    everything.assert_outcomes(passed=5)  # `all`: jsonl and file-store of the selftests too
 
 
 def test_id_folder_and_exclude_choose_scenarios(suite):

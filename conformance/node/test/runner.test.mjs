@@ -420,6 +420,8 @@ describe('--env-hook', { concurrency: 4 }, () => {
     includes(byDefault.out, 'skip pg-only (needs feature(s) not selected: postgresql-store)');
     const chosen = await run(GOOD, pg, '--features', 'core,postgresql-store');
     includes(chosen.out, '0 failed, 1 passed, 0 skipped');
+    const everything = await run(GOOD, [...pg, ...selftests()], '--include-selftest', '--features', 'all,postgresql-store');
+    includes(everything.out, '0 failed, 5 passed, 0 skipped'); // `all`: jsonl and file-store of the selftests too
   });
 });
 
