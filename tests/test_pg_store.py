@@ -115,15 +115,21 @@ def test_without_psycopg_the_store_is_unavailable_naming_what_to_install(pg_repo
 # -- one transaction per save -------------------------------------------------------------------------
 
 
-def test_a_signal_killed_mid_transaction_leaves_the_old_record_and_no_audit(pg_repo: Repo, db: Any) -> None:
-    """The signal's process is stopped inside its transaction (the audit table is locked, so its
-    insert waits after the record's upsert), then killed: the record is the one before the signal."""
+@pytest.mark.parametrize("locked", ["audit", "runs"])
+def test_a_signal_killed_mid_transaction_leaves_the_old_record_and_no_audit(
+    pg_repo: Repo, db: Any, locked: str
+) -> None:
+    """STORE-011: the receipt and its audit row are written in ONE transaction. The signal's
+    process is stopped at one of its two writes (the table is locked, so its insert waits), then
+    killed: the record is the one before the signal, and no audit row was written. Stopped at the
+    audit insert, this fails when the record was committed before it; stopped at the record's
+    upsert, when the audit row was committed before it (either write outside the transaction)."""
     waits_workflow(pg_repo, "one", 1)
     run = pg_repo.swamp("workflow", "run", "one", "--json").json
     wait_id, run_id = run["waits"][0]["waitId"], run["id"]
     before = db.execute("SELECT record FROM runs WHERE run_id = %s", (run_id,)).fetchone()[0]
     with db.transaction():
-        db.execute("LOCK TABLE audit IN EXCLUSIVE MODE")
+        db.execute(f"LOCK TABLE {locked} IN EXCLUSIVE MODE")
         child = subprocess.Popen(
             [sys.executable, "-m", "swamp", "workflow", "signal", wait_id, "--payload", "5", "--json"],
             cwd=pg_repo.root,
@@ -137,9 +143,9 @@ def test_a_signal_killed_mid_transaction_leaves_the_old_record_and_no_audit(pg_r
                 until(
                     lambda: watcher.execute(
                         "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                        "AND query LIKE 'INSERT INTO audit%%'"
+                        f"AND query LIKE 'INSERT INTO {locked}%%'"
                     ).fetchone(),
-                    "the signal to wait on the audit table",
+                    f"the signal to wait on the {locked} table",
                 )
             os.kill(child.pid, signal.SIGKILL)
             child.wait(BOUND)

@@ -82,3 +82,27 @@ def test_a_cluster_it_cannot_use_fails_with_the_reason(tmp_path):
     down = hook("cli-help", SWAMP_TEST_PG=f"postgresql:///swamp?host={tmp_path}&user=nobody")
     assert down.returncode == 1 and down.stdout == ""
     assert "storage_error" in down.stderr and "`swamp store migrate` exited 1" in down.stderr
+
+
+@needs_cluster
+def test_prepared_schemas_are_taken_once_each_then_a_fresh_one_is_migrated(tmp_path):
+    pool = tmp_path / "pool"
+    prepared = hook("--prepare", SWAMP_TEST_PG=ADDRESS)  # usage: --prepare needs a folder
+    assert prepared.returncode == 2
+    full = {**clean_env(), "SWAMP_IMPL": str(SWAMP), "SWAMP_TEST_PG": ADDRESS}
+    done = subprocess.run(
+        [sys.executable, str(HOOK), "--prepare", str(pool), "cli-help", "waits-held"],
+        capture_output=True, text=True, env=full, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (pool / "ready").iterdir()) == ["cli-help", "waits-held"]
+    taken = [hook("cli-help", SWAMP_TEST_PG=ADDRESS, SWAMP_TEST_PG_POOL=str(pool)) for _ in range(2)]
+    urls = [t.stdout.strip().partition("=")[2] for t in taken]
+    assert all(t.returncode == 0 for t in taken), [t.stderr for t in taken]
+    assert urls[0] == (pool / "taken" / "cli-help").read_text().strip()
+    assert urls[1] != urls[0]  # the prepared one is gone: the second call migrated a fresh schema
+    other = hook("waits-held", SWAMP_TEST_PG=ADDRESS, SWAMP_TEST_PG_POOL=str(pool)).stdout.strip()
+    shown = [status(url, tmp_path) for url in (*urls, other.partition("=")[2])]
+    for url, doc in zip((*urls, other.partition("=")[2]), shown, strict=True):
+        assert doc["current"] is True and doc["runs"] == 0 and doc["schema"] == url.rsplit("%3D", 1)[1]
+    assert len({doc["schema"] for doc in shown}) == 3

@@ -188,3 +188,118 @@ def test_a_core_requirement_proved_only_with_more_features_is_not_counted_as_pro
     )
     summary = json.loads(spec_trace(repo, "--json").stdout)["summary"]
     assert (summary["byFeature"], summary["coreProvedByCoreProfile"]) == ({"core": 4, "serve": 1}, 3)
+
+
+TEXT_SPEC = """\
+# Waits
+
+- **[WAIT-001]** A signal to a settled wait MUST be refused; log mode prints
+  `Next: swamp workflow wait show <waitId>` and the message
+  `the wait has settled already`, then lists the open waits (`<a>, <b>, ...`), one line
+  `Waiting for approval: <job>.<step>: <prompt>` per gate and `swamp workflow resume WORKFLOW --run RUN`.
+- **[WAIT-002]** A run MUST end.
+
+  Its stderr tail is shown in a box:
+
+  ```
+  main │ ✗ <step>: the step failed for good
+  ```
+- **[WAIT-003]** Nothing here MAY be quoted.
+
+Unindented explanation: the run stopped for a reason that is not a requirement.
+"""
+
+
+def text_scenario(root, ident, requirements, expect, files=None):
+    doc = {"id": ident, "title": "t", "requirements": requirements, "files": files or {}, "steps": [expect]}
+    write(root, f"conformance/scenarios/{ident}.yaml", json.dumps(doc))
+
+
+@pytest.fixture
+def text_repo(tmp_path):
+    write(tmp_path, "spec/waits.md", TEXT_SPEC)
+    text_scenario(tmp_path, "cover", ["WAIT-001", "WAIT-002", "WAIT-003"], {"run": ["x"]})
+    return tmp_path
+
+
+ALTERNATIVES = "(?:one two three four|five six seven eight)"  # neither is pinned
+
+
+def files_scenario(root, check, requirements):
+    doc = {"id": "files", "title": "t", "requirements": requirements, "steps": [{"files": [check]}]}
+    write(root, "conformance/scenarios/files.yaml", json.dumps(doc))
+
+
+def problem(ident, text, requirements):
+    return (
+        f"scenario {ident!r} (conformance/scenarios/{ident}.yaml) expects the text {text!r}, "
+        f"which none of its requirements ({requirements}) states"
+    )
+
+
+def unstated(root):
+    result = spec_trace(root, "--json")
+    return result.returncode, [p["message"] for p in json.loads(result.stdout)["problems"]]
+
+
+def test_text_the_cited_requirements_state_passes(text_repo):
+    expect = {
+        "run": ["workflow", "signal", "${w}", "--payload", "{}", "--note", "a note of my own making"],
+        "expect": {
+            "exit": 3,
+            "json": {"error": {"message": "the wait has settled already", "details": {"waitId": "${w}"}}},
+            "stdout": {
+                "$regex": "^Next: swamp workflow wait show wait_[a-z2-7]{26}\\n[\\s\\S]*" + ALTERNATIVES
+            },
+            "stderr": {"$contains": "main │ ✗ compile: the step failed for good"},
+        },
+    }
+    text_scenario(text_repo, "states", ["WAIT-001", "WAIT-002"], expect)
+    more = {
+        "expect": {
+            "json": {
+                "next": ["swamp workflow wait show ${w}"],
+                "open": "then lists the open waits (wait_a, wait_b, wait_c)",  # `...` stands for more of them
+                "note": "a note of my own making",  # the scenario sent it
+                "code": "a_long_error_code_of_many_words",  # an identifier
+                "outputs": {"stdout": "what the step itself printed out"},
+                "gone": {"$not": {"$contains": "text that must not be there"}},
+                "expr": "step ${{ inputs.a }} of ${{ inputs.b }} x",  # expressions split the text
+                "gate": "Waiting for approval: prod.notify: Tell the team now?",  # <prompt> takes spaces
+                "resume": "swamp workflow resume deploy --run ${r}",  # capitals in a code span
+            }
+        },
+        "run": ["x", "a note of my own making"],
+    }
+    text_scenario(text_repo, "states-too", ["WAIT-001"], more)
+    files_scenario(text_repo, {"path": "out.txt", "text": "a file the step wrote itself"}, ["WAIT-003"])
+    code, problems = unstated(text_repo)
+    assert (code, problems) == (0, [])
+
+
+def test_text_no_cited_requirement_states_fails(text_repo):
+    expect = {
+        "run": ["workflow", "signal", "${w}"],
+        "expect": {
+            "json": {"error": {"message": "the wait has settled, sorry"}},
+            "stdout": {"$regex": "^Then: swamp workflow wait show ${w}"},
+            "stderr": {"$contains": "the run stopped for a reason"},
+            "frames": [{"type": "event", "line": "blow took early signal"}],  # not a <step> alone
+        },
+    }
+    text_scenario(text_repo, "pins", ["WAIT-001", "WAIT-002"], expect)
+    files_scenario(
+        text_repo,
+        {"path": ".swamp/runs/x.json", "json": {"why": "cut at 199 characters plus more"}},
+        ["WAIT-003"],
+    )
+    code, problems = unstated(text_repo)
+    assert code == 1
+    both = "WAIT-001, WAIT-002"
+    assert problems == [
+        problem("files", "cut at 199 characters plus more", "WAIT-003"),
+        problem("pins", "the wait has settled, sorry", both),
+        problem("pins", "blow took early signal", both),
+        problem("pins", "Then: swamp workflow wait show", both),
+        problem("pins", "the run stopped for a reason", both),
+    ]
