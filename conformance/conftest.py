@@ -47,6 +47,7 @@ from swamp_conformance_runner.execute import ScenarioFailure, ScenarioRun  # noq
 from swamp_conformance_runner.matching import ScenarioError  # noqa: E402
 from swamp_conformance_runner.scenario import DEFAULT_FEATURES, FEATURES, load_scenario  # noqa: E402
 from swamp_conformance_runner.schemas import Schemas, SchemaSetupError  # noqa: E402
+from swamp_conformance_runner.selection import Selection, split_values  # noqa: E402
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,7 +69,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="comma-separated features the implementation has (default: "
         f"{','.join(DEFAULT_FEATURES)}; known: {','.join(FEATURES)}); a scenario needing another is "
-        "skipped. `core` is always included",
+        "skipped. `core` is always included; `all` stands for the default set (`all,postgresql-store`)",
+    )
+    group.addoption(
+        "--id",
+        action="append",
+        default=[],
+        dest="conformance_ids",
+        metavar="ID",
+        help="run only the scenario with exactly this id (repeatable, or a comma list); "
+        "with --folder, the scenarios of either",
+    )
+    group.addoption(
+        "--folder",
+        action="append",
+        default=[],
+        dest="conformance_folders",
+        metavar="DIR",
+        help="run only the scenarios under this folder of conformance/scenarios/, e.g. waits "
+        "(repeatable, or a comma list)",
+    )
+    group.addoption(
+        "--exclude",
+        action="append",
+        default=[],
+        dest="conformance_excludes",
+        metavar="ID-OR-DIR",
+        help="leave out the scenario with this id, or every scenario under this folder "
+        "(repeatable, or a comma list)",
     )
     group.addoption(
         "--env-hook",
@@ -138,11 +166,37 @@ def selected_features(config: pytest.Config) -> frozenset[str]:
     if not value:
         return frozenset(DEFAULT_FEATURES)
     names = {name.strip() for name in value.split(",") if name.strip()}
+    if "all" in names:  # every feature selected by default, e.g. `all,postgresql-store`
+        names = (names - {"all"}) | set(DEFAULT_FEATURES)
     unknown = sorted(names - set(FEATURES))
     if unknown:
         known = ", ".join(FEATURES)
         raise pytest.UsageError(f"--features: unknown feature(s) {', '.join(unknown)}; known: {known}")
     return frozenset(names | {"core"})
+
+
+def selection(config: pytest.Config) -> Selection:
+    return Selection(
+        ids=split_values(config.getoption("conformance_ids", default=[])),
+        folders=split_values(config.getoption("conformance_folders", default=[])),
+        excludes=split_values(config.getoption("conformance_excludes", default=[])),
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--id, --folder, --exclude: the scenarios not chosen are deselected (not in the results)."""
+    chosen = selection(config)
+    if not chosen.active:
+        return
+    scenarios = [(item, item.scenario.id, item.path.resolve().relative_to(SCENARIOS).as_posix())
+                 for item in items if isinstance(item, ScenarioItem)]  # fmt: skip
+    problems = chosen.unknown((sid, file) for _, sid, file in scenarios)
+    if problems:
+        raise pytest.UsageError("; ".join(problems))
+    dropped = {id(item) for item, sid, file in scenarios if not chosen.chooses(sid, file)}
+    if dropped:
+        config.hook.pytest_deselected(items=[item for item in items if id(item) in dropped])
+        items[:] = [item for item in items if id(item) not in dropped]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -162,10 +216,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     outcomes = config._conformance_outcomes  # type: ignore[attr-defined]
     scenario_id = props["scenario"]
+    sent = list(props.get("sent", []))  # per step that sent something, the digest of what it sent
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        outcomes[scenario_id] = {"outcome": report.outcome, "features": list(props["features"])}
+        outcomes[scenario_id] = {"outcome": report.outcome, "features": list(props["features"]), "sent": sent}
     elif report.when == "teardown" and report.outcome == "failed":
-        outcomes[scenario_id] = {"outcome": "failed", "features": list(props["features"])}
+        outcomes[scenario_id] = {"outcome": "failed", "features": list(props["features"]), "sent": sent}
 
 
 _CONFIG: list[pytest.Config] = []
@@ -262,14 +317,18 @@ class ScenarioItem(pytest.Item):
             )
         schemas = _schemas(self.config)
         workdir = _workdir(self.config, self.scenario.id)
-        ScenarioRun(
+        run = ScenarioRun(
             self.scenario,
             impl,
             workdir,
             schemas,
             display_path=self.nodeid.split("::")[0],
             env_hook=resolve_env_hook(self.config),
-        ).run()
+        )
+        try:
+            run.run()
+        finally:
+            self.user_properties.append(("sent", run.sent))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailure):

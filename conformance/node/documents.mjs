@@ -6,6 +6,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
+import { isJsonObject } from './json.mjs';
 import { bestError, Registry, SchemaError } from './schema.mjs';
 import { short } from './text.mjs';
 
@@ -109,7 +110,7 @@ export class Documents {
   frameProblem(frame) {
     const found = this.error(frame, this.frame);
     if (found === null) return null;
-    if (frame !== null && typeof frame === 'object' && !Array.isArray(frame)) {
+    if (isJsonObject(frame)) {
       const narrow = this.narrow(frame);
       if (narrow !== null) return narrow;
     }
@@ -123,7 +124,7 @@ export class Documents {
     else if (kind === 'error') parts.push(['/error', frame.error, 'errors.schema.json#/$defs/errorBody']);
     else if (typeof kind === 'string') {
       const payload = frame.payload;
-      const data = payload !== null && typeof payload === 'object' && !Array.isArray(payload) ? payload.data : undefined;
+      const data = isJsonObject(payload) ? payload.data : undefined;
       parts.push(['/payload/data', data, `results.schema.json#/$defs/${kind}`]);
     }
     const definition = FRAME_KINDS.includes(kind) ? kind : 'result';

@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { EnvHookFailure, runEnvHook } from './envhook.mjs';
+import { dumpJson, isJsonObject, parseJson } from './json.mjs';
 import { glob, listing } from './glob.mjs';
 import { match, matchFrames, ScenarioError, substitute } from './matching.mjs';
 import { baseEnv, DEFAULT_USER, osAccount, runProcess, StartError } from './process.mjs';
@@ -24,6 +25,30 @@ export const sleep = (seconds) => new Promise((resolve) => setTimeout(resolve, s
 
 const arg = (value) => (typeof value === 'string' ? value : pyDumps(value));
 
+export const SCENARIO_DIR = '<scenario-dir>'; // stands for the scenario's own directory in a step's digest
+
+/** Code point order (Python's), not UTF-16's. */
+function byCodePoints(a, b) {
+  const x = Array.from(a);
+  const y = Array.from(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i += 1) {
+    if (x[i] !== y[i]) return x[i].codePointAt(0) - y[i].codePointAt(0);
+  }
+  return x.length - y.length;
+}
+
+/** What a `files:` or `write` entry writes: its text, or a JSON value with indent 2 and a newline. */
+const fileText = (content) => (typeof content === 'string' ? content : dumpJson(content, 2) + '\n');
+
+/**
+ * SHA-256 of what a step sent (FORMAT.md §10): `record` as compact JSON, every occurrence of the
+ * scenario's directory replaced by <scenario-dir> (conformance/runner/execute.py sent_digest).
+ */
+export function sentDigest(record, workdir) {
+  const scrub = (v) => (typeof v === 'string' ? v.split(workdir).join(SCENARIO_DIR) : Array.isArray(v) ? v.map(scrub) : v);
+  return crypto.createHash('sha256').update(Buffer.from(JSON.stringify(scrub(record)), 'utf8')).digest('hex');
+}
+
 export class ScenarioRun {
   constructor(scenario, impl, workdir, documents, displayPath, envHook = null) {
     this.scenario = scenario;
@@ -35,6 +60,8 @@ export class ScenarioRun {
     this.documents = documents;
     this.displayPath = displayPath;
     this.captures = { account: osAccount() };
+    this.workdir = workdir;
+    this.sent = []; // per step that sent something: {step: label, sha256: digest of what it sent}
     this.snapshots = new Map();
     this.written = new Map(); // what the scenario itself wrote, by relative path
   }
@@ -54,6 +81,7 @@ export class ScenarioRun {
       const result = await this.invoke(['repo', 'init', '.'], {}, null, '', null);
       if (result.timedOut || result.returncode !== 0) this.fail('init (`repo init .`)', [exitProblem(result, 'exit code 0')], result);
     }
+    this.recordWrite('files', this.placeholderSub(this.scenario.files, 'files'));
     this.write(this.sub(this.scenario.files, 'files'), 'files');
     for (const step of this.scenario.steps) await this.step(step);
   }
@@ -64,6 +92,38 @@ export class ScenarioRun {
 
   sub(value, where) {
     return substitute(value, this.captures, where);
+  }
+
+  /** Substitution with every capture standing for itself (`${name}`), for a step's digest. */
+  placeholderSub(value, where) {
+    const names = Object.fromEntries(Object.keys(this.captures).map((n) => [n, '${' + n + '}']));
+    return substitute(value, names, where);
+  }
+
+  recordSent(label, record) {
+    this.sent.push({ step: label, sha256: sentDigest(record, this.workdir) });
+  }
+
+  /**
+   * The digest of a process the step starts: its argv after the implementation's words, the
+   * environment the scenario and the step set (a name without value: null), the step's user and
+   * its stdin, every capture as `${name}`.
+   */
+  recordProcess(label, kind, args, env, user, stdin) {
+    const merged = { ...this.placeholderSub(this.scenario.env, 'env'), ...env };
+    const pairs = Object.keys(merged).sort(byCodePoints).map((k) => [k, merged[k] === null ? null : arg(merged[k])]);
+    this.recordSent(label, [kind, args.map(arg), pairs, user, stdin]);
+  }
+
+  recordStep(step, args, stdin) {
+    const env = this.placeholderSub(step.data.env ?? {}, `${step.where}.env`);
+    const user = this.placeholderSub(step.data.user ?? null, `${step.where}.user`);
+    this.recordProcess(step.label, step.kind, args, env, user, stdin);
+  }
+
+  recordWrite(label, files) {
+    const entries = Object.keys(files).sort(byCodePoints).map((rel) => [rel, files[rel] === null ? null : fileText(files[rel])]);
+    this.recordSent(label, ['write', entries]);
   }
 
   command(args, env, user) {
@@ -105,6 +165,7 @@ export class ScenarioRun {
     const where = step.where;
     const args = this.sub(step.data.run, `${where}.run`);
     const stdin = this.sub(step.data.stdin ?? '', `${where}.stdin`);
+    this.recordStep(step, this.placeholderSub(step.data.run, `${where}.run`), this.placeholderSub(step.data.stdin ?? '', `${where}.stdin`));
     const result = await this.invokeStep(step, args, stdin);
     const expect = this.sub(step.data.expect ?? {}, `${where}.expect`);
     const problems = this.checkExit(expect, result);
@@ -112,7 +173,7 @@ export class ScenarioRun {
       let document;
       let ok = true;
       try {
-        document = JSON.parse(result.stdout);
+        document = parseJson(result.stdout);
       } catch (err) {
         ok = false;
         problems.push(`json: stdout is not exactly one JSON document (${err.message})`);
@@ -145,11 +206,11 @@ export class ScenarioRun {
     if (!args.includes('--json') || docs.errorDocument === null) return [];
     let document;
     try {
-      document = JSON.parse(result.stdout);
+      document = parseJson(result.stdout);
     } catch (err) {
       return reported ? [] : [`stdout of a --json command is not one JSON document (${err.message})`];
     }
-    const isObj = document !== null && typeof document === 'object' && !Array.isArray(document);
+    const isObj = isJsonObject(document);
     const refused = result.returncode !== 0 && (!RESULT_EXITS.includes(result.returncode) || (isObj && 'error' in document));
     let ref;
     let what;
@@ -166,14 +227,18 @@ export class ScenarioRun {
       what = `the --json document of \`${key}\``;
     }
     const problem = docs.problem(document, ref);
-    return problem === null ? [] : [`${what} does not match ${ref}: ${problem}`];
+    return problem === null ? [] : [`${what} does not match ${ref}: ${problem}${this.cited()}`];
   }
 
   async step_jsonl(step) {
     const where = step.where;
-    const requests = this.sub(step.data.jsonl ?? [], `${where}.jsonl`);
-    const raw = rawText(this.sub(step.data.raw ?? '', `${where}.raw`));
-    const stdin = requests.map((r) => pyDumps(r) + '\n').join('') + raw;
+    const build = (sub) => {
+      const requests = sub(step.data.jsonl ?? [], `${where}.jsonl`);
+      const raw = rawText(sub(step.data.raw ?? '', `${where}.raw`));
+      return requests.map((r) => pyDumps(r) + '\n').join('') + raw;
+    };
+    const stdin = build((v, w) => this.sub(v, w));
+    this.recordStep(step, ['--jsonl'], build((v, w) => this.placeholderSub(v, w)));
     const result = await this.invokeStep(step, ['--jsonl'], stdin);
     const expect = this.sub(step.data.expect ?? {}, `${where}.expect`);
     const problems = this.checkExit(expect, result);
@@ -214,6 +279,7 @@ export class ScenarioRun {
   }
 
   step_write(step) {
+    this.recordWrite(step.label, this.placeholderSub(step.data.write, `${step.where}.write`));
     this.write(this.sub(step.data.write, `${step.where}.write`), `${step.where}.write`);
   }
 
@@ -263,16 +329,27 @@ export class ScenarioRun {
     lines.forEach((line, n) => {
       let frame;
       try {
-        frame = JSON.parse(line);
+        frame = parseJson(line);
       } catch (err) {
         problems.push(`stdout line ${n + 1} is not a JSON frame (${err.message}): ${short(line)}`);
         return;
       }
-      const problem = this.documents.frameReport(frames.length, frame);
+      const problem = this.frameReport(frames.length, frame);
       if (problem) problems.push(problem);
       frames.push(frame);
     });
     return [frames, problems];
+  }
+
+  /** The report of a frame the frame schema refuses (null when it passes). */
+  frameReport(number, frame) {
+    const problem = this.documents.frameReport(number, frame);
+    return problem ? problem + this.cited() : null;
+  }
+
+  /** The line a schema failure ends with: what the scenario says it proves. */
+  cited() {
+    return `\n    requirements the scenario cites: ${this.scenario.requirements.join(', ')}`;
   }
 
   checkFiles(where, check, snapshots) {
@@ -330,12 +407,12 @@ export class ScenarioRun {
     if (this.written.has(rel) && this.written.get(rel).equals(data)) return [];
     let document;
     try {
-      document = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(data));
+      document = parseJson(new TextDecoder('utf-8', { fatal: true }).decode(data));
     } catch (err) {
       return [`${label}: not a JSON document (${err.message}), and ${ref} applies to it`];
     }
     const problem = this.documents.problem(document, ref);
-    return problem === null ? [] : [`${label}: does not match ${ref}: ${problem}`];
+    return problem === null ? [] : [`${label}: does not match ${ref}: ${problem}${this.cited()}`];
   }
 
   checkContent(label, rel, check) {
@@ -357,7 +434,7 @@ export class ScenarioRun {
     if ('json' in check) {
       let document;
       try {
-        document = JSON.parse(text);
+        document = parseJson(text);
       } catch (err) {
         return [...problems, `${label}: not a JSON document (${err.message})`];
       }
@@ -375,7 +452,7 @@ export class ScenarioRun {
         fs.rmSync(full, { recursive: true, force: true });
         continue;
       }
-      const text = typeof content === 'string' ? content : JSON.stringify(content, null, 2) + '\n';
+      const text = fileText(content);
       fs.mkdirSync(path.dirname(full), { recursive: true });
       fs.writeFileSync(full, Buffer.from(text, 'utf8'));
       this.written.set(name, Buffer.from(text, 'utf8'));
@@ -453,7 +530,7 @@ function framesBlock(stdout) {
   let number = 0;
   for (const line of truncate(stdout).replace(/\n+$/, '').split('\n')) {
     try {
-      JSON.parse(line);
+      parseJson(line);
       out.push(`  #${number} ${line}`);
       number += 1;
     } catch {

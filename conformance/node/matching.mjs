@@ -4,6 +4,7 @@
 
 import { compilePortable, RegexError, search } from './regex.mjs';
 import { pyDumps, short } from './text.mjs';
+import { isIntegral, isJsonNumber, keysOf, withOrder } from './json.mjs';
 import { deepCopy, jsonEqual, jsonType } from './values.mjs';
 
 export class ScenarioError extends Error {}
@@ -29,7 +30,7 @@ export class Mismatch {
 }
 
 const own = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
-const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && !isJsonNumber(v);
 
 export function isMatcher(value) {
   return isObject(value) && Object.keys(value).length > 0 && Object.keys(value).every((k) => k.startsWith('$') && !k.startsWith('$$'));
@@ -42,7 +43,7 @@ function child(path, key) {
 }
 
 function hasType(value, name) {
-  if (name === 'integer') return jsonType(value) === 'number' && Number.isInteger(value);
+  if (name === 'integer') return jsonType(value) === 'number' && isIntegral(value);
   return jsonType(value) === name;
 }
 
@@ -230,12 +231,14 @@ export function substitute(value, captures, path = '$') {
   if (Array.isArray(value)) return value.map((v, i) => substitute(v, captures, `${path}[${i}]`));
   if (isObject(value)) {
     const out = {};
-    for (const [key, v] of Object.entries(value)) {
+    const keys = [];
+    for (const key of keysOf(value)) {
       let newKey = substituteStr(key, captures, path);
-      if (typeof newKey !== 'string') newKey = JSON.stringify(newKey);
-      out[newKey] = substitute(v, captures, child(path, newKey));
+      if (typeof newKey !== 'string') newKey = pyDumps(newKey);
+      if (!Object.prototype.hasOwnProperty.call(out, newKey)) keys.push(newKey);
+      out[newKey] = substitute(value[key], captures, child(path, newKey));
     }
-    return out;
+    return withOrder(out, keys);
   }
   return value;
 }

@@ -4,8 +4,8 @@
 // plugin (conformance/conftest.py) does, scenario by scenario. See conformance/node/README.md.
 //
 //   node conformance/node/run.mjs --impl "<command>" [--features core,serve] [--jobs N]
-//        [--results-json PATH] [--filter TEXT] [--include-selftest] [--scenarios PATH]
-//        [--env-hook CMD]
+//        [--results-json PATH] [--id ID] [--folder DIR] [--exclude ID-OR-DIR] [--filter TEXT]
+//        [--include-selftest] [--scenarios PATH] [--env-hook CMD]
 //
 // Exit status: 0 every scenario run passed, 1 some failed, 2 a broken scenario or a usage error.
 
@@ -25,7 +25,8 @@ const ROOT = path.dirname(CONFORMANCE);
 const SELFTEST_DIR = '_selftest';
 
 const USAGE = `usage: node conformance/node/run.mjs --impl "<command>" [--features core,serve] [--jobs N]
-       [--results-json PATH] [--filter TEXT] [--include-selftest] [--scenarios PATH]
+       [--results-json PATH] [--id ID] [--folder DIR] [--exclude ID-OR-DIR] [--filter TEXT]
+       [--include-selftest] [--scenarios PATH]
        [--schemas DIR] [--frame-schema PATH] [--keep] [--python-regex] [--env-hook CMD]`;
 // Features selected only when --features names them: the run store being PostgreSQL is a property of
 // how the implementation is set up for the run (--env-hook), not of the implementation.
@@ -33,13 +34,45 @@ export const OPT_IN_FEATURES = ['postgresql-store'];
 
 class UsageError extends Error {}
 
+/** Repeated options and comma lists, flattened; empty items dropped. */
+function splitValues(value) {
+  return value.split(',').map((v) => v.trim()).filter(Boolean);
+}
+
+function under(file, folder) {
+  const dir = folder.replace(/^\/+|\/+$/g, '');
+  return dir !== '' && file.startsWith(dir + '/');
+}
+
+/**
+ * --id, --folder, --exclude (conformance/runner/selection.py has the same rules): with --id or
+ * --folder only the scenarios with one of those exact ids or under one of those folders; then
+ * --exclude leaves out a scenario by exact id or every scenario under a folder. A name matching no
+ * scenario is a usage error. Returns the chosen scenarios.
+ */
+export function selectScenarios(scenarios, { ids = [], folders = [], excludes = [] } = {}) {
+  const known = new Set(scenarios.map((s) => s.id));
+  const problems = [
+    ...ids.filter((i) => !known.has(i)).map((i) => `--id ${i}: no scenario has this id`),
+    ...folders.filter((f) => !scenarios.some((s) => under(s.file, f))).map((f) => `--folder ${f}: no scenario is under this folder`),
+    ...excludes.filter((x) => !known.has(x) && !scenarios.some((s) => under(s.file, x)))
+      .map((x) => `--exclude ${x}: no scenario has this id or is under this folder`),
+  ];
+  if (problems.length) throw new UsageError(problems.join('; '));
+  return scenarios.filter((s) => {
+    const named = ids.includes(s.id) || folders.some((f) => under(s.file, f));
+    if ((ids.length || folders.length) && !named) return false;
+    return !excludes.some((x) => x === s.id || under(s.file, x));
+  });
+}
+
 export function parseArgs(argv) {
   const options = {
-    impl: null, features: null, jobs: 2, resultsJson: null, filter: [], includeSelftest: false,
+    impl: null, features: null, jobs: 2, resultsJson: null, filter: [], ids: [], folders: [], excludes: [], includeSelftest: false,
     scenarios: path.join(CONFORMANCE, 'scenarios.json'), schemas: path.join(ROOT, 'spec', 'schemas'),
     frameSchema: null, keep: false, pythonRegex: false, envHook: null,
   };
-  const valued = { '--impl': 'impl', '--features': 'features', '--jobs': 'jobs', '--results-json': 'resultsJson', '--filter': 'filter', '--scenarios': 'scenarios', '--schemas': 'schemas', '--frame-schema': 'frameSchema', '--env-hook': 'envHook' };
+  const valued = { '--impl': 'impl', '--features': 'features', '--jobs': 'jobs', '--results-json': 'resultsJson', '--filter': 'filter', '--id': 'ids', '--folder': 'folders', '--exclude': 'excludes', '--scenarios': 'scenarios', '--schemas': 'schemas', '--frame-schema': 'frameSchema', '--env-hook': 'envHook' };
   for (let i = 0; i < argv.length; i += 1) {
     let word = argv[i];
     let value;
@@ -62,6 +95,7 @@ export function parseArgs(argv) {
       }
       const key = valued[word];
       if (key === 'filter') options.filter.push(value);
+      else if (['ids', 'folders', 'excludes'].includes(key)) options[key].push(...splitValues(value));
       else options[key] = value;
     } else throw new UsageError(`unknown argument ${word}`);
   }
@@ -116,6 +150,10 @@ export function resolveImpl(value, start = process.cwd()) {
 function selectedFeatures(value, known) {
   if (!value) return known.filter((n) => !OPT_IN_FEATURES.includes(n));
   const names = new Set(value.split(',').map((n) => n.trim()).filter(Boolean));
+  if (names.has('all')) { // every feature selected by default, e.g. `all,postgresql-store`
+    names.delete('all');
+    for (const n of known) if (!OPT_IN_FEATURES.includes(n)) names.add(n);
+  }
   const unknown = [...names].filter((n) => !known.includes(n)).sort();
   if (unknown.length) throw new UsageError(`--features: unknown feature(s) ${unknown.join(', ')}; known: ${known.join(', ')}`);
   names.add('core');
@@ -201,7 +239,16 @@ export async function main(argv) {
     write(`${broken.length} broken scenario(s); nothing was run`);
     return 2;
   }
-  const chosen = scenarios.filter((s) => !options.filter.length || options.filter.some(
+  let selected;
+  try {
+    selected = selectScenarios(scenarios, options);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`run.mjs: error: ${err.message}\n`);
+    return 2;
+  }
+  // --filter TEXT: a substring of the id or of a cited requirement, or a feature's exact name
+  const chosen = selected.filter((s) => !options.filter.length || options.filter.some(
     (f) => s.id.includes(f) || s.requirements.some((r) => r.includes(f)) || s.features.includes(f)));
   if (!chosen.length) {
     write('no scenarios selected');
@@ -216,7 +263,7 @@ export async function main(argv) {
   await pool(chosen, options.jobs, async (scenario) => {
     const missing = scenario.features.filter((f) => !features.includes(f)).sort();
     if (missing.length) {
-      outcomes[scenario.id] = { outcome: 'skipped', features: [...scenario.features].sort() };
+      outcomes[scenario.id] = { outcome: 'skipped', features: [...scenario.features].sort(), sent: [] };
       write(`skip ${scenario.id} (needs feature(s) not selected: ${missing.join(', ')})`);
       return;
     }
@@ -224,15 +271,17 @@ export async function main(argv) {
     const workdir = path.join(root, `${scenario.id.slice(0, 40)}-${counter}`);
     const display = `conformance/scenarios/${scenario.file}`;
     let outcome = 'passed';
+    const execution = new ScenarioRun(scenario, impl, workdir, documents, display, envHook);
     try {
-      await new ScenarioRun(scenario, impl, workdir, documents, display, envHook).run();
+      await execution.run();
     } catch (err) {
       outcome = 'failed';
       if (err instanceof ScenarioFailure) failures.push([scenario.id, err.message]);
       else if (err instanceof ScenarioError || err instanceof SchemaError) failures.push([scenario.id, `broken scenario ${display}: ${err.message}`]);
       else failures.push([scenario.id, `internal error of the runner: ${err.stack}`]);
     }
-    outcomes[scenario.id] = { outcome, features: [...scenario.features].sort() };
+    // sent: per step that sent something, the digest of what it sent (compare-runners compares them)
+    outcomes[scenario.id] = { outcome, features: [...scenario.features].sort(), sent: execution.sent };
     write(`${outcome === 'passed' ? 'ok  ' : 'FAIL'} ${scenario.id}`);
     // Best effort: a process the implementation detached (a hook, HOOK-009) may still be writing
     // its last file there (ENOTEMPTY while the tree is removed). A folder left behind in the

@@ -5,6 +5,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
+import { isJsonObject, parseJson } from './json.mjs';
 import { capturedNames, checkExpected, isMatcher, references, ScenarioError } from './matching.mjs';
 import { bestError, Registry } from './schema.mjs';
 
@@ -59,7 +60,7 @@ export function repoPath(repo, rel, where) {
 export function loadExport(file) {
   let doc;
   try {
-    doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+    doc = parseJson(fs.readFileSync(file, 'utf8')); // lossless: every value reaches the implementation as written
   } catch (err) {
     throw new ScenarioError(`cannot read the scenarios export ${file}: ${err.message}`);
   }
@@ -169,7 +170,7 @@ function checkChannels(subs) {
 }
 
 function checkValue(value, where, scalarDictOk) {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value) && !scalarDictOk && !isMatcher(value)) {
+  if (isJsonObject(value) && !scalarDictOk && !isMatcher(value)) {
     throw new ScenarioError(`${where}: expected a value or a matcher such as {$regex: ...}, got an object`);
   }
   checkExpected(value, where);

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { compilePortable, search } from './regex.mjs';
 import { pyRepr, short } from './text.mjs';
+import { isIntegral } from './json.mjs';
 import { jsonEqual, jsonType } from './values.mjs';
 
 export class SchemaError extends Error {}
@@ -239,7 +240,7 @@ function pyList(values) {
 
 function hasType(value, name) {
   const t = jsonType(value);
-  if (name === 'integer') return t === 'number' && Number.isInteger(value);
+  if (name === 'integer') return t === 'number' && isIntegral(value);
   return t === name;
 }
 

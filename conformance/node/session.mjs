@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 
 import path from 'node:path';
+import { parseJson } from './json.mjs';
 import { assignFrames, match, ScenarioError } from './matching.mjs';
 import { killGroup, exitCode, start, StartError } from './process.mjs';
 import { rawText, repoPath, STDIO } from './scenario.mjs';
@@ -28,9 +29,9 @@ export class SessionFailure extends Error {
 
 /** One stream of frames: the process's stdout (`stdio`) or a socket connection. */
 class Channel {
-  constructor(name, documents) {
+  constructor(name, run) {
     this.name = name;
-    this.documents = documents;
+    this.run = run; // the ScenarioRun: its frameReport validates each frame
     this.frames = [];
     this.problems = [];
     this.lines = [];
@@ -66,12 +67,12 @@ class Channel {
     this.lines.push(line);
     let frame;
     try {
-      frame = JSON.parse(line);
+      frame = parseJson(line);
     } catch (err) {
       this.problems.push(`${this.name}: line ${this.lines.length} is not a JSON frame (${err.message}): ${short(line)}`);
       return;
     }
-    const problem = this.documents.frameReport(this.frames.length, frame);
+    const problem = this.run.frameReport(this.frames.length, frame);
     if (problem) this.problems.push(`${this.name}: ${problem}`);
     this.frames.push(frame);
   }
@@ -87,7 +88,7 @@ class Channel {
     let number = 0;
     for (const line of this.lines) {
       try {
-        JSON.parse(line);
+        parseJson(line);
       } catch {
         out.push('  !! ' + cut(line));
         continue;
@@ -120,6 +121,8 @@ export class Session {
   async start() {
     const spec = this.run.sub(this.step.data.session, `${this.step.where}.session`);
     [this.argv, this.env] = this.run.command(spec.args, spec.env ?? {}, spec.user ?? null);
+    const shown = this.run.placeholderSub(this.step.data.session, `${this.step.where}.session`);
+    this.run.recordProcess(this.step.label, 'session', shown.args, shown.env ?? {}, shown.user ?? null, '');
     try {
       this.proc = await start(this.argv, this.run.repo, this.env);
     } catch (err) {
@@ -144,7 +147,7 @@ export class Session {
   }
 
   channel(name) {
-    const channel = new Channel(name, this.run.documents);
+    const channel = new Channel(name, this.run);
     this.channels.set(name, channel);
     return channel;
   }
@@ -210,10 +213,14 @@ export class Session {
   }
 
   async do_send(sub) {
-    const frames = this.run.sub(sub.data.send, `${sub.where}.send`);
-    const raw = rawText(this.run.sub(sub.data.raw ?? '', `${sub.where}.raw`));
-    const text = frames.map((f) => pyDumps(f) + '\n').join('') + raw;
+    const build = (substitute) => {
+      const frames = substitute(sub.data.send, `${sub.where}.send`);
+      const raw = rawText(substitute(sub.data.raw ?? '', `${sub.where}.raw`));
+      return frames.map((f) => pyDumps(f) + '\n').join('') + raw;
+    };
+    const text = build((v, w) => this.run.sub(v, w));
     const name = sub.data.to ?? STDIO;
+    this.run.recordSent(sub.label, ['send', name, build((v, w) => this.run.placeholderSub(v, w))]);
     this.channels.get(name).sent.push(text);
     const target = name === STDIO ? this.proc.stdin : this.sockets.get(name);
     const problem = await new Promise((resolve) => {

@@ -2,6 +2,8 @@
 // Python's shlex (the --impl option and the commands shown in reports), and Python-style one-line
 // JSON (`json.dumps` with ", " and ": " separators), so reports read like the pytest runner's.
 
+import { dumpJson } from './json.mjs';
+
 /** Split `text` into words like Python's shlex.split (POSIX mode, no comments). */
 export function shlexSplit(text) {
   const words = [];
@@ -56,21 +58,9 @@ export function shlexJoin(words) {
   return words.map(shlexQuote).join(' ');
 }
 
-/** Python's json.dumps(value, ensure_ascii=False): ", " and ": " separators. */
+/** Python's json.dumps(value, ensure_ascii=False): ", " and ": " separators (json.mjs dumpJson). */
 export function pyDumps(value) {
-  if (value === null || value === undefined) return 'null';
-  if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (typeof value === 'number') {
-    if (Number.isNaN(value)) return 'NaN';
-    if (!Number.isFinite(value)) return value > 0 ? 'Infinity' : '-Infinity';
-    return JSON.stringify(value);
-  }
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (Array.isArray(value)) return '[' + value.map(pyDumps).join(', ') + ']';
-  if (typeof value === 'object') {
-    return '{' + Object.entries(value).map(([k, v]) => JSON.stringify(k) + ': ' + pyDumps(v)).join(', ') + '}';
-  }
-  return JSON.stringify(String(value));
+  return dumpJson(value);
 }
 
 /** A one-line JSON rendering of `value`, cut to `limit` characters. */
@@ -99,5 +89,5 @@ export function pyRepr(value) {
 
 /** "%g"-like rendering of seconds: 0.5 -> "0.5", 10 -> "10". */
 export function g(seconds) {
-  return String(Number(seconds.toPrecision(6)));
+  return String(Number(Number(seconds).toPrecision(6)));
 }

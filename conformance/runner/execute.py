@@ -17,7 +17,7 @@ from typing import Any
 
 from .envhook import EnvHookFailure, run_env_hook
 from .globbing import glob
-from .matching import match, match_frames, short, substitute
+from .matching import json_text, match, match_frames, short, substitute
 from .scenario import Scenario, Step, raw_text, repo_path
 from .schemas import Schemas
 from .session import Session, SessionFailure
@@ -125,7 +125,25 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _arg(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else json_text(value)
+
+
+SCENARIO_DIR = "<scenario-dir>"  # stands for the scenario's own directory in a step's digest
+
+
+def sent_digest(record: list[Any], workdir: str) -> str:
+    """SHA-256 of what a step sent (FORMAT.md §10): `record` as compact JSON, every occurrence of
+    the scenario's directory replaced by <scenario-dir>. The Node runner computes the same."""
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(workdir, SCENARIO_DIR)
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        return value
+
+    text = json.dumps(scrub(record), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class ScenarioRun:
@@ -152,6 +170,9 @@ class ScenarioRun:
         self.written: dict[str, bytes] = {}  # what the scenario itself wrote, by relative path
         self.display_path = display_path or str(scenario.path)
         self.captures: dict[str, Any] = {"account": os_account()}
+        self.workdir = workdir
+        # per step that sent something: {"step": label, "sha256": digest of what it sent}
+        self.sent: list[dict[str, str]] = []
         # `snapshot: NAME` of a files check -> what the file was then (`unchanged: NAME` compares)
         self.snapshots: dict[str, FileSnapshot] = {}
         self._new_snapshots: dict[str, FileSnapshot] = {}
@@ -173,12 +194,38 @@ class ScenarioRun:
             result = self._invoke(["repo", "init", "."], {}, None, "", None)
             if result.timed_out or result.returncode != 0:
                 self._fail("init (`repo init .`)", [_exit_problem(result, "exit code 0")], result)
+        self._record_write("files", self.placeholder_sub(self.scenario.files, "files"))
         self._write(self._sub(self.scenario.files, "files"), "files")
         for step in self.scenario.steps:
             getattr(self, f"_step_{step.kind}")(step)
 
     def _sub(self, value: Any, where: str) -> Any:
         return substitute(value, self.captures, where)
+
+    def placeholder_sub(self, value: Any, where: str) -> Any:
+        """Substitution with every capture standing for itself (`${name}`): what a step sends,
+        apart from the values the implementation gave it, for the step's digest."""
+        return substitute(value, {name: "${" + name + "}" for name in self.captures}, where)
+
+    def record_sent(self, step: Step | str, record: list[Any]) -> None:
+        label = step if isinstance(step, str) else step.label
+        self.sent.append({"step": label, "sha256": sent_digest(record, str(self.workdir))})
+
+    def record_process(
+        self, step: Step | str, kind: str, args: list[Any], env: dict[str, Any], user: Any, stdin: str
+    ) -> None:
+        """The digest of a process the step starts: its argv after the implementation's words, the
+        environment the scenario and the step set (a name without value: null), the step's user
+        and its stdin, every capture as `${name}`."""
+        merged = {**self.placeholder_sub(self.scenario.env, "env"), **env}
+        pairs = sorted([key, None if value is None else _arg(value)] for key, value in merged.items())
+        self.record_sent(step, [kind, [_arg(a) for a in args], pairs, user, stdin])
+
+    def _record_write(self, label: str, files: dict[str, Any]) -> None:
+        entries = sorted(
+            [rel, None if content is None else _file_text(content)] for rel, content in files.items()
+        )
+        self.record_sent(label, ["write", entries])
 
     def _command(
         self, args: list[Any], env: dict[str, Any], user: str | None
@@ -202,6 +249,12 @@ class ScenarioRun:
         argv, full_env = self._command(args, env, user)
         return run_process(argv, self.repo, full_env, stdin, timeout or DEFAULT_TIMEOUT)
 
+    def _record_step(self, step: Step, args: list[Any], stdin: str) -> None:
+        data = step.data
+        env = self.placeholder_sub(data.get("env", {}), f"{step.where}.env")
+        user = self.placeholder_sub(data.get("user"), f"{step.where}.user")
+        self.record_process(step, step.kind, args, env, user, stdin)
+
     def _invoke_step(self, step: Step, args: list[Any], stdin: str) -> Result:
         data = step.data
         env = self._sub(data.get("env", {}), f"{step.where}.env")
@@ -217,6 +270,8 @@ class ScenarioRun:
         where = step.where
         args = self._sub(step.data["run"], f"{where}.run")
         stdin = self._sub(step.data.get("stdin", ""), f"{where}.stdin")
+        self._record_step(step, self.placeholder_sub(step.data["run"], f"{where}.run"),
+                          self.placeholder_sub(step.data.get("stdin", ""), f"{where}.stdin"))  # fmt: skip
         result = self._invoke_step(step, args, stdin)
         expect = self._sub(step.data.get("expect", {}), f"{where}.expect")
         problems = self._check_exit(expect, result)
@@ -241,9 +296,14 @@ class ScenarioRun:
 
     def _step_jsonl(self, step: Step) -> None:
         where = step.where
-        requests = self._sub(step.data.get("jsonl", []), f"{where}.jsonl")
-        raw = raw_text(self._sub(step.data.get("raw", ""), f"{where}.raw"))
-        stdin = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests) + raw
+
+        def build(sub: Any) -> str:
+            requests = sub(step.data.get("jsonl", []), f"{where}.jsonl")
+            raw = raw_text(sub(step.data.get("raw", ""), f"{where}.raw"))
+            return "".join(json_text(r) + "\n" for r in requests) + raw
+
+        stdin = build(self._sub)
+        self._record_step(step, ["--jsonl"], build(self.placeholder_sub))
         result = self._invoke_step(step, ["--jsonl"], stdin)
         expect = self._sub(step.data.get("expect", {}), f"{where}.expect")
         problems = self._check_exit(expect, result)
@@ -283,6 +343,7 @@ class ScenarioRun:
         self._fail(step.label, problems, None, listing=True)
 
     def _step_write(self, step: Step) -> None:
+        self._record_write(step.label, self.placeholder_sub(step.data["write"], f"{step.where}.write"))
         self._write(self._sub(step.data["write"], f"{step.where}.write"), f"{step.where}.write")
 
     def _step_session(self, step: Step) -> None:
@@ -345,7 +406,7 @@ class ScenarioRun:
                 return [f"no schema for the output of `{words}`: index.json has no `commands` entry for it"]
             ref, what = self.schemas.commands[key], f"the --json document of `{key}`"
         problem = self.schemas.problem(document, ref)
-        return [] if problem is None else [f"{what} does not match {ref}: {problem}"]
+        return [] if problem is None else [f"{what} does not match {ref}: {problem}{self._cited()}"]
 
     def frame_problem(self, number: int, frame: Any) -> str | None:
         """The report of a frame that does not match the frame schema (None when it does)."""
@@ -354,7 +415,12 @@ class ScenarioRun:
             return None
         return (
             f"frame #{number} does not match {self.schemas.frame}: {problem}\n    frame: {short(frame, 400)}"
+            + self._cited()
         )
+
+    def _cited(self) -> str:
+        """The line a schema failure ends with: what the scenario says it proves."""
+        return f"\n    requirements the scenario cites: {', '.join(self.scenario.requirements)}"
 
     def _parse_frames(self, stdout: str) -> tuple[list[Any], list[str]]:
         lines = stdout.split("\n")
@@ -420,7 +486,7 @@ class ScenarioRun:
         except ValueError as exc:
             return [f"{label}: not a JSON document ({exc}), and {ref} applies to it"]
         problem = self.schemas.problem(document, ref)
-        return [] if problem is None else [f"{label}: does not match {ref}: {problem}"]
+        return [] if problem is None else [f"{label}: does not match {ref}: {problem}{self._cited()}"]
 
     def _check_snapshot(self, label: str, path: Path, check: dict[str, Any]) -> list[str]:
         """`snapshot: NAME` records the file; `unchanged: NAME` says how it differs from that record."""
@@ -476,8 +542,7 @@ class ScenarioRun:
                 else:
                     path.unlink(missing_ok=True)
                 continue
-            if not isinstance(content, str):
-                content = json.dumps(content, indent=2, ensure_ascii=False) + "\n"
+            content = _file_text(content)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content.encode("utf-8"))
             self.written[name] = content.encode("utf-8")
@@ -560,6 +625,11 @@ class FileSnapshot:
         if now.mtime_ns != self.mtime_ns:
             out.append(f"mtime_ns {self.mtime_ns} then, {now.mtime_ns} now (the file was written)")
         return out
+
+
+def _file_text(content: Any) -> str:
+    """What a `files:` or `write` entry writes: its text, or a JSON value with indent 2 and a newline."""
+    return content if isinstance(content, str) else json_text(content, indent=2) + "\n"
 
 
 def _exit_problem(result: Result, wanted: str) -> str:

@@ -48,6 +48,14 @@ class Mismatch:
 # ----------------------------------------------------------------------------- helpers
 
 
+def json_text(value: Any, indent: int | None = None) -> str:
+    """A JSON value as the runner sends it (FORMAT.md §10): Python's json.dumps with
+    ensure_ascii=False, ", " and ": " separators (with `indent`, "," and ": "), keys in their order,
+    integers with all their digits, other numbers as repr() of the float. The Node runner's
+    json.mjs dumpJson writes the same text."""
+    return json.dumps(value, ensure_ascii=False, indent=indent)
+
+
 def short(value: Any, limit: int = 200) -> str:
     """A one-line JSON rendering of ``value``, cut to ``limit`` characters."""
     text = json.dumps(value, ensure_ascii=False, default=repr)
@@ -314,7 +322,7 @@ def substitute(value: Any, captures: dict[str, Any], path: str = "$") -> Any:
         for key, v in value.items():
             new_key = _substitute_str(key, captures, path) if isinstance(key, str) else key
             if not isinstance(new_key, str):
-                new_key = json.dumps(new_key)
+                new_key = json_text(new_key)
             out[new_key] = substitute(v, captures, _child(path, str(new_key)))
         return out
     return value
@@ -339,7 +347,7 @@ def _substitute_str(text: str, captures: dict[str, Any], path: str) -> Any:
         if m.group(1):
             return "${" + m.group(2) + "}"
         value = _lookup(m.group(2), captures, path)
-        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return value if isinstance(value, str) else json_text(value)
 
     return _REF.sub(repl, text)
 

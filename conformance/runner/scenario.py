@@ -42,6 +42,14 @@ FEATURES = (
     "posix-signals",
     "python-extensions",
     "postgresql-store",
+    "jsonl",
+    "gates",
+    "foreach",
+    "resume-from",
+    "watch",
+    "events",
+    "hooks",
+    "held-signals",
 )
 # Features a runner selects only when asked (--features): the run store being PostgreSQL is a
 # property of how the implementation is set up for the run (--env-hook), not of the implementation.

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from .matching import ScenarioError, assign_frames, match, short
+from .matching import ScenarioError, assign_frames, json_text, match, short
 from .scenario import STDIO, Step, raw_text, repo_path
 
 if TYPE_CHECKING:
@@ -132,6 +132,10 @@ class Session:
     def start(self) -> None:
         spec = self.run._sub(self.step.data["session"], f"{self.step.where}.session")
         self.argv, self.env = self.run._command(spec["args"], spec.get("env", {}), spec.get("user"))
+        shown = self.run.placeholder_sub(self.step.data["session"], f"{self.step.where}.session")
+        self.run.record_process(
+            self.step, "session", shown["args"], shown.get("env", {}), shown.get("user"), ""
+        )
         try:
             self.proc = subprocess.Popen(
                 self.argv,
@@ -216,10 +220,14 @@ class Session:
         getattr(self, f"_do_{sub.kind}")(sub)
 
     def _do_send(self, sub: Step) -> None:
-        frames = self.run._sub(sub.data["send"], f"{sub.where}.send")
-        raw = raw_text(self.run._sub(sub.data.get("raw", ""), f"{sub.where}.raw"))
-        text = "".join(json.dumps(f, ensure_ascii=False) + "\n" for f in frames) + raw
+        def build(sub_fn: Any) -> str:
+            frames = sub_fn(sub.data["send"], f"{sub.where}.send")
+            raw = raw_text(sub_fn(sub.data.get("raw", ""), f"{sub.where}.raw"))
+            return "".join(json_text(f) + "\n" for f in frames) + raw
+
+        text = build(self.run._sub)
         name = sub.data.get("to", STDIO)
+        self.run.record_sent(sub, ["send", name, build(self.run.placeholder_sub)])
         channel = self.channels[name]
         channel.sent.append(text)
         data = text.encode("utf-8")

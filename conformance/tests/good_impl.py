@@ -2,9 +2,10 @@
 """A tiny implementation that behaves as the _selftest scenarios expect.
 
 CLI: `repo init .`; `workflow run NAME --json`; `workflow history get RUN --json`;
-`debug env` (prints environment, cwd, user and stdin as JSON); `debug sleep SECONDS`. Its records
-and documents match spec/schemas (the runner validates them).
-JSON-lines (--jsonl): `workflow.history.get` with payload {run}; malformed lines get
+`debug env` (prints environment, cwd, user and stdin as JSON); `debug argv ...` (prints its
+args); `debug sleep SECONDS`. Its records and documents match spec/schemas (the runner validates
+them). JSON-lines (--jsonl): `workflow.history.get` with payload {run}; `debug.echo` is answered
+with an error whose message is the request line exactly as it arrived; malformed lines get
 invalid_request with id null; every request is closed by done.
 """
 
@@ -79,6 +80,9 @@ def cli(args):
         user = getpass.getuser()
         print(json.dumps({"env": dict(os.environ), "cwd": os.getcwd(), "user": user, "stdin": stdin}))
         return 0
+    if args[:2] == ["debug", "argv"]:
+        print(json.dumps({"argv": args[2:]}))
+        return 0
     if args[:2] == ["debug", "sleep"]:
         time.sleep(float(args[2]))
         return 0
@@ -103,6 +107,14 @@ def serve():
                     "type": "error",
                     "id": ident if isinstance(ident, str) else None,
                     "error": {"code": "invalid_request", "message": message},
+                }
+            )
+        elif request["type"] == "debug.echo":  # the line exactly as it arrived
+            send(
+                {
+                    "type": "error",
+                    "id": ident,
+                    "error": {"code": "invalid_request", "message": line.rstrip("\n")},
                 }
             )
         elif request["type"] == "workflow.history.get":

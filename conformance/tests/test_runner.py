@@ -51,7 +51,7 @@ def run(pytester, impl, *args):
 
 def test_wrong_implementation_fails_the_selftest_scenarios_readably(suite):
     result = run(suite, command(FAKE), "--include-selftest")
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(failed=4)
     out = result.stdout.str()
     # the CLI refusal: step, argv, expected vs actual, and the process output
     assert "steps[0] (run): exit code: expected 3, got 0 (+2 more)\n  scenario: selftest-cli-error" in out
@@ -84,7 +84,7 @@ def test_wrong_implementation_fails_the_selftest_scenarios_readably(suite):
 
 def test_right_implementation_passes_the_selftest_scenarios(suite):
     result = run(suite, command(GOOD), "--include-selftest")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["conformance impl: *good_impl.py"])
 
 
@@ -95,13 +95,13 @@ def test_selftest_scenarios_are_skipped_without_the_option(suite):
 
 def test_requirement_ids_select_scenarios_with_k(suite):
     result = run(suite, command(GOOD), "--include-selftest", "-k", "SELFTEST-002")
-    result.assert_outcomes(passed=1, deselected=2)
+    result.assert_outcomes(passed=1, deselected=3)
 
 
 def test_relative_impl_paths_are_taken_from_the_invocation_dir(suite):
     shutil.copy(GOOD, suite.path / "impl.py")
     result = run(suite, f"{shlex.quote(sys.executable)} ./impl.py", "--include-selftest")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
 
 
 def test_environment_contract(suite, monkeypatch):
@@ -177,7 +177,7 @@ def test_timeout_is_a_failure_with_a_clear_message(suite):
 
 def test_missing_implementation_is_a_clear_failure(suite):
     result = run(suite, "/nonexistent/swamp-impl", "--include-selftest", "-k", "SELFTEST-001")
-    result.assert_outcomes(failed=1, deselected=2)
+    result.assert_outcomes(failed=1, deselected=3)
     result.stdout.fnmatch_lines(
         ["*could not start the implementation '/nonexistent/swamp-impl repo init .'*"]
     )
@@ -665,7 +665,7 @@ def test_env_hook_variables_reach_every_process_of_the_scenario(suite, monkeypat
     result.assert_outcomes(passed=1)
     without = run(suite, command(impl))
     without.assert_outcomes(failed=1)
-    assert "files[0] init-env.txt text: expected a string containing \"HOOKED=yes a=b" in without.stdout.str()
+    assert 'files[0] init-env.txt text: expected a string containing "HOOKED=yes a=b' in without.stdout.str()
 
 
 @pytest.mark.parametrize(
@@ -711,3 +711,73 @@ def test_postgresql_store_scenarios_run_only_when_selected(suite):
     by_default.stdout.fnmatch_lines(["*needs feature(s) not selected: postgresql-store*"])
     chosen = run(suite, command(GOOD), "--features", "core,postgresql-store")
     chosen.assert_outcomes(passed=1)
+    everything = run(suite, command(GOOD), "--include-selftest", "--features", "all,postgresql-store")
+    everything.assert_outcomes(passed=5)  # `all`: jsonl and file-store of the selftests too
+
+
+def test_id_folder_and_exclude_choose_scenarios(suite):
+    by_id = run(
+        suite, command(GOOD), "--include-selftest", "--id", "selftest-roundtrip,selftest-cli-error-shape"
+    )
+    by_id.assert_outcomes(passed=2, deselected=2)
+    folder = run(
+        suite,
+        command(GOOD),
+        "--include-selftest",
+        "--folder",
+        "_selftest",
+        "--exclude",
+        "selftest-same-bytes",
+    )
+    folder.assert_outcomes(passed=3, deselected=1)
+    ids = ["--id", "selftest-roundtrip", "--id", "selftest-same-bytes"]
+    repeated = run(suite, command(GOOD), "--include-selftest", *ids, "--exclude", "selftest-roundtrip")
+    repeated.assert_outcomes(passed=1, deselected=3)
+    # an exact id: `selftest-roundtrip` is no prefix match of anything else, and `roundtrip` matches nothing
+    unknown = run(suite, command(GOOD), "--include-selftest", "--id", "roundtrip", "--folder", "_self")
+    assert unknown.ret == pytest.ExitCode.USAGE_ERROR
+    unknown.stderr.fnmatch_lines(
+        ["*--id roundtrip: no scenario has this id; --folder _self: no scenario is under this folder*"]
+    )
+
+
+def test_selection_rules():
+    from swamp_conformance_runner.selection import Selection, split_values
+
+    assert split_values(["a,b", " c ", ""]) == ("a", "b", "c")
+    pairs = [("w-1", "waits/w-1.yaml"), ("x-1", "waitsx/x-1.yaml"), ("g-1", "gates/sub/g-1.yaml")]
+    waits = Selection(folders=("waits",))
+    assert [sid for sid, file in pairs if waits.chooses(sid, file)] == ["w-1"]
+    nested = Selection(folders=("gates/sub/",), ids=("x-1",))
+    assert [sid for sid, file in pairs if nested.chooses(sid, file)] == ["x-1", "g-1"]
+    assert [sid for sid, file in pairs if Selection(excludes=("gates", "w-1")).chooses(sid, file)] == ["x-1"]
+    assert Selection(ids=("w",), excludes=("wait",)).unknown(pairs) == [
+        "--id w: no scenario has this id",
+        "--exclude wait: no scenario has this id or is under this folder",
+    ]
+
+
+def test_results_record_a_digest_of_what_each_step_sent(suite, tmp_path):
+    from swamp_conformance_runner.execute import sent_digest
+
+    docs = []
+    for n in (1, 2):  # two runs, two scenario directories: the same digests
+        out = tmp_path / f"r{n}.json"
+        result = run(
+            suite, command(GOOD), "--id", "selftest-same-bytes", "--include-selftest", "--results-json", out
+        )
+        result.assert_outcomes(passed=1, deselected=3)
+        docs.append(json.loads(out.read_text())["scenarios"]["selftest-same-bytes"]["sent"])
+    assert docs[0] == docs[1]
+    assert [s["step"] for s in docs[0]] == [
+        "files", "steps[0] (run)", "steps[1] (run)", "steps[3] (jsonl)",
+    ]  # fmt: skip
+    big = "1" + "0" * 399
+    env = [["BIG", big], ["E16", "1e+16"], ["NEGZERO", "-0.0"], ["TENTH", "0.1"], ["TWO", "2.0"]]
+    record = ["run", ["debug", "argv", big, "2.0", "1e+16", "-0.0", "0.1"], env, None, ""]
+    assert docs[0][1]["sha256"] == sent_digest(record, "/nowhere")
+    # the placeholder stands for the scenario's directory wherever it appears
+    assert sent_digest(["x", ["/w/x/repo"]], "/w/x") == sent_digest(["x", ["<scenario-dir>/repo"]], "/y")
+    # the Node runner's sentDigest gives this for the same record (conformance/node/test/units.test.mjs)
+    record = ["run", ["debug", "/w/x/repo", "é\u2028"], [["A", "1"], ["B", None]], None, "in\n"]
+    assert sent_digest(record, "/w/x") == "a4d88cbf6e7935a16144121ab20722c263bdc809a8d59032c077081db21d678c"

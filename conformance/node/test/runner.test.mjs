@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { dumpJson, parseJson } from '../json.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CONFORMANCE = path.resolve(HERE, '..', '..');
@@ -23,7 +24,7 @@ after(() => fs.rmSync(TMP, { recursive: true, force: true }));
 
 /** The _selftest scenarios of the real export. */
 function selftests() {
-  const all = JSON.parse(fs.readFileSync(path.join(CONFORMANCE, 'scenarios.json'), 'utf8'));
+  const all = parseJson(fs.readFileSync(path.join(CONFORMANCE, 'scenarios.json'), 'utf8'));
   return all.scenarios.filter((s) => s.file.startsWith('_selftest/'));
 }
 
@@ -31,7 +32,7 @@ function exportOf(scenarios) {
   counter += 1;
   const file = path.join(TMP, `export-${counter}.json`);
   const list = scenarios.map((s, i) => ({ file: s.file ?? `t/s${i}.yaml`, requirements: ['AB-001'], features: ['core'], ...s }));
-  fs.writeFileSync(file, JSON.stringify({ suiteVersion: '1.0.0', specVersion: '1.0.0', scenarios: list }));
+  fs.writeFileSync(file, dumpJson({ suiteVersion: '1.0.0', specVersion: '1.0.0', scenarios: list }));
   return file;
 }
 
@@ -50,7 +51,7 @@ describe('the node runner', { concurrency: 4 }, () => {
   test('a wrong implementation fails the selftest scenarios readably', async () => {
     const { code, out } = await run(FAKE, exportOf(selftests()), '--include-selftest');
     assert.equal(code, 1, out);
-    includes(out, '3 failed, 0 passed');
+    includes(out, '4 failed, 0 passed');
     assert.match(out, /steps\[0\] \(run\): exit code: expected 3, got 0 \(\+\d more\)\n  scenario: selftest-cli-error/);
     includes(out, 'fake_impl.py workflow history get run_missing --json');
     includes(out, '- exit code: expected 3, got 0');
@@ -78,7 +79,7 @@ describe('the node runner', { concurrency: 4 }, () => {
     assert.equal(code, 0, out);
     includes(out, 'conformance impl: ');
     const doc = JSON.parse(fs.readFileSync(results, 'utf8'));
-    assert.deepEqual(Object.values(doc.scenarios).map((s) => s.outcome), ['passed', 'passed', 'passed']);
+    assert.deepEqual(Object.values(doc.scenarios).map((s) => s.outcome), ['passed', 'passed', 'passed', 'passed']);
     assert.deepEqual(doc.featureTable['file-store'], { passed: 1, failed: 0, skipped: 0, verdict: 'passed' });
     assert.deepEqual(doc.featureTable.serve.verdict, 'not run');
   });
@@ -89,7 +90,7 @@ describe('the node runner', { concurrency: 4 }, () => {
     const results = path.join(TMP, 'skip.json');
     const skipped = await run(GOOD, file, '--include-selftest', '--features', 'core', '--results-json', results);
     assert.equal(skipped.code, 0, skipped.out);
-    includes(skipped.out, 'skip selftest-roundtrip (needs feature(s) not selected: file-store)');
+    includes(skipped.out, 'skip selftest-roundtrip (needs feature(s) not selected: file-store, jsonl)');
     assert.equal(JSON.parse(fs.readFileSync(results, 'utf8')).scenarios['selftest-roundtrip'].outcome, 'skipped');
     const one = await run(GOOD, file, '--include-selftest', '--filter', 'SELFTEST-002');
     includes(one.out, '0 failed, 1 passed, 0 skipped');
@@ -419,6 +420,8 @@ describe('--env-hook', { concurrency: 4 }, () => {
     includes(byDefault.out, 'skip pg-only (needs feature(s) not selected: postgresql-store)');
     const chosen = await run(GOOD, pg, '--features', 'core,postgresql-store');
     includes(chosen.out, '0 failed, 1 passed, 0 skipped');
+    const everything = await run(GOOD, [...pg, ...selftests()], '--include-selftest', '--features', 'all,postgresql-store');
+    includes(everything.out, '0 failed, 5 passed, 0 skipped'); // `all`: jsonl and file-store of the selftests too
   });
 });
 
@@ -436,13 +439,57 @@ describe('scripts/compare-runners', () => {
     });
     const a = file('a.json', { one: s('passed'), two: s('failed'), three: s('skipped') });
     const same = await compare(a, file('b.json', { three: s('skipped'), one: s('passed'), two: s('failed') }));
-    assert.deepEqual(same, { code: 0, report: { agree: true, scenarios: 3, differences: [] } });
+    assert.deepEqual(same, { code: 0, report: { agree: true, scenarios: 3, differences: [], sentDifferences: [] } });
     const other = await compare(a, file('c.json', { one: s('failed'), two: s('failed'), four: s('passed') }));
     assert.equal(other.code, 1);
     assert.deepEqual(other.report, { agree: false, scenarios: 4, differences: [
       { id: 'four', pytest: 'absent', node: 'passed' },
       { id: 'one', pytest: 'passed', node: 'failed' },
       { id: 'three', pytest: 'skipped', node: 'absent' },
-    ] });
+    ], sentDifferences: [] });
+  });
+
+  test('names the first step whose digest of what it sent differs', async () => {
+    const script = path.join(CONFORMANCE, '..', 'scripts', 'compare-runners');
+    const results = path.join(TMP, 'sent-node.json');
+    const { code, out } = await run(GOOD, exportOf(selftests()), '--include-selftest', '--id', 'selftest-same-bytes', '--results-json', results);
+    assert.equal(code, 0, out);
+    const doc = JSON.parse(fs.readFileSync(results, 'utf8'));
+    const sent = doc.scenarios['selftest-same-bytes'].sent;
+    assert.deepEqual(sent.map((s) => s.step), ['files', 'steps[0] (run)', 'steps[1] (run)', 'steps[3] (jsonl)']);
+    const changed = structuredClone(doc);
+    changed.scenarios['selftest-same-bytes'].sent[2].sha256 = '0'.repeat(64);
+    const other = path.join(TMP, 'sent-other.json');
+    fs.writeFileSync(other, JSON.stringify(changed));
+    const report = await new Promise((resolve) => {
+      execFile(PY, [script, '--pytest-results', other, '--node-results', results], (error, stdout) => resolve(JSON.parse(stdout)));
+    });
+    assert.deepEqual(report.sentDifferences, [{ id: 'selftest-same-bytes', step: 'steps[1] (run)', pytest: '0'.repeat(64), node: sent[2].sha256 }]);
+  });
+});
+
+describe('selection', () => {
+  const ids = (out) => [...out.matchAll(/^(?:ok  |FAIL) (\S+)$/gm)].map((m) => m[1]).sort();
+
+  test('--id takes exact ids, --folder a folder, --exclude leaves out an id or a folder', async () => {
+    const file = exportOf(selftests());
+    const byId = await run(GOOD, file, '--include-selftest', '--id', 'selftest-roundtrip,selftest-cli-error-shape');
+    assert.deepEqual(ids(byId.out), ['selftest-cli-error-shape', 'selftest-roundtrip']);
+    const folder = await run(GOOD, file, '--include-selftest', '--folder', '_selftest', '--exclude', 'selftest-same-bytes');
+    assert.deepEqual(ids(folder.out), ['selftest-cli-error-shape', 'selftest-jsonl-invalid-request', 'selftest-roundtrip']);
+    const repeated = await run(GOOD, file, '--include-selftest', '--id', 'selftest-roundtrip', '--id', 'selftest-same-bytes', '--exclude', 'selftest-roundtrip');
+    assert.deepEqual(ids(repeated.out), ['selftest-same-bytes']);
+    const none = await run(GOOD, file, '--include-selftest', '--exclude', '_selftest');
+    assert.equal(none.code, 2);
+    includes(none.out, 'no scenarios selected');
+  });
+
+  test('a name that matches no scenario is a usage error; --filter still matches substrings', async () => {
+    const file = exportOf(selftests());
+    const unknown = await run(GOOD, file, '--include-selftest', '--id', 'roundtrip', '--folder', '_self');
+    assert.equal(unknown.code, 2);
+    includes(unknown.err, '--id roundtrip: no scenario has this id; --folder _self: no scenario is under this folder');
+    const filter = await run(GOOD, file, '--include-selftest', '--filter', 'roundtrip');
+    assert.deepEqual(ids(filter.out), ['selftest-roundtrip']);
   });
 });

@@ -7,6 +7,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Documents } from '../documents.mjs';
+import { sentDigest } from '../execute.mjs';
+import { dumpJson, floatRepr, parseJson } from '../json.mjs';
 import { glob, globRegExp } from '../glob.mjs';
 import { assignFrames, match, substitute } from '../matching.mjs';
 import { compilePortable, RegexError, search } from '../regex.mjs';
@@ -205,4 +207,28 @@ test('snapshot and unchanged: bytes, inode, size and mtime must all stay', async
   }), /changed since snapshot 'before': inode /);
   assert.match(await check((f) => fs.rmSync(f)), /path 'a.txt': expected it to exist/);
   fs.rmSync(dir, { recursive: true });
+});
+
+test('JSON values are read and written as the pytest runner does (json.dumps, ensure_ascii=False)', () => {
+  const big = '1' + '0'.repeat(399);
+  const text = `{"b": 1, "10": [${big}, 2.0, 1e16, -0.0, 0.1, -0, 1E400, 9007199254740993], "\\u00e9": "\\u2028\\u0001"}`;
+  const value = parseJson(text);
+  assert.equal(dumpJson(value), `{"b": 1, "10": [${big}, 2.0, 1e+16, -0.0, 0.1, 0, Infinity, 9007199254740993], "é": "\u2028\\u0001"}`);
+  assert.equal(dumpJson(parseJson('{"a": [1.5, {}], "2": []}'), 2), '{\n  "a": [\n    1.5,\n    {}\n  ],\n  "2": []\n}');
+  for (const [x, repr] of [[1e16, '1e+16'], [1e15, '1000000000000000.0'], [0.0001, '0.0001'], [0.00001, '1e-05'], [1.5e300, '1.5e+300'], [-2.5, '-2.5'], [5e-324, '5e-324']]) {
+    assert.equal(floatRepr(x), repr);
+  }
+  // what the matchers see: numbers by value, big integers exactly
+  assert.deepEqual(match({ n: 2, k: parseJson(big) }, parseJson(`{"n": 2.0, "k": ${big}}`), {}), []);
+  assert.notDeepEqual(match(parseJson('9007199254740993'), parseJson('9007199254740992'), {}), []);
+  assert.deepEqual(match({ $type: 'integer' }, parseJson(big), {}), []);
+  // substitution keeps what was captured, key order included
+  const captured = substitute({ x: '${v}', s: 'v=${v}' }, { v: parseJson('{"2": 2.0, "1": 1}') });
+  assert.equal(dumpJson(captured), '{"x": {"2": 2.0, "1": 1}, "s": "v={\\"2\\": 2.0, \\"1\\": 1}"}');
+});
+
+test('the digest of what a step sent is the pytest runner\'s', () => {
+  // conformance/tests/test_runner.py computes the same constant with execute.py sent_digest
+  const record = ['run', ['debug', '/w/x/repo', 'é\u2028'], [['A', '1'], ['B', null]], null, 'in\n'];
+  assert.equal(sentDigest(record, '/w/x'), 'a4d88cbf6e7935a16144121ab20722c263bdc809a8d59032c077081db21d678c');
 });

@@ -1,0 +1,124 @@
+"""Which optional features a scenario uses, found mechanically from what it sends and writes.
+
+`scripts/export-conformance` refuses a scenario that uses a feature it does not declare in
+`features` (conformance/FORMAT.md §2), so that `--features core` never selects a scenario needing
+approval gates, `--jsonl`, forEach and the rest. The rules read only the scenario: the argv words
+of its `run` steps and sessions, its `jsonl` steps and the frames it sends (their `type` and
+`payload`), the text of the files it writes (`files:` and `write` steps) and its expectations.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+# argv words (of a `run` step or a session's `args`) that need a feature
+_WORDS = {
+    "approve": "gates",
+    "reject": "gates",
+    "approvals": "gates",
+    "--jsonl": "jsonl",
+    "watch": "watch",
+    "--watch": "watch",
+    "events": "events",
+    "serve": "serve",
+    "--socket": "unix-socket",
+}
+# the `type` of a request a scenario sends (a `jsonl` step, a session `send`)
+_REQUESTS = {
+    "workflow.approve": "gates",
+    "workflow.reject": "gates",
+    "workflow.approvals": "gates",
+    "workflow.watch": "watch",
+    "events.subscribe": "events",
+}
+# text of a file the scenario writes
+_FILE_TEXT = (
+    ("manual_approval", re.compile(r"\bmanual_approval\b"), "gates"),
+    ("forEach", re.compile(r"\bforEach\b"), "foreach"),
+    ("hooks:", re.compile(r"(?m)^[ \t]*(?:-[ \t]+)?hooks:|\bhooks:[ \t]*\{|\"hooks\"[ \t]*:"), "hooks"),
+)
+# keys and strings of an expectation that only a held signal produces (WAIT-069..WAIT-078)
+_HELD_KEYS = ("held", "heldAt", "heldRefused")
+_HELD_CODES = ("signal_held", "wait_closed")
+
+
+def _steps(steps: Any) -> Iterator[dict[str, Any]]:
+    for step in steps if isinstance(steps, list) else []:
+        if isinstance(step, dict):
+            yield step
+            if isinstance(step.get("session"), dict):
+                yield from _steps(step.get("steps"))
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False)
+
+
+def _expect_held(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(k in _HELD_KEYS or _expect_held(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_expect_held(v) for v in value)
+    return isinstance(value, str) and any(code in value for code in _HELD_CODES)
+
+
+def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
+    """Feature name -> why the scenario (its YAML document as data) needs it."""
+    found: dict[str, list[str]] = {}
+
+    def need(feature: str, why: str) -> None:
+        reasons = found.setdefault(feature, [])
+        if why not in reasons:
+            reasons.append(why)
+
+    written = [_text(v) for v in (data.get("files") or {}).values()]
+    for number, step in enumerate(_steps(data.get("steps")), 1):
+        argv: list[Any] = []
+        if isinstance(step.get("run"), list):
+            argv = step["run"]
+        elif isinstance(step.get("session"), dict):
+            argv = step["session"].get("args") or []
+        words = [w for w in argv if isinstance(w, str)]
+        for word in words:
+            if word in _WORDS:
+                need(_WORDS[word], f"argv word {word!r}")
+        if "--from" in words and "resume" in words:
+            need("resume-from", "argv `resume --from`")
+        if "jsonl" in step:
+            need("jsonl", "a `jsonl` step")
+        if "connect" in step:
+            need("unix-socket", "a `connect` step")
+        if "signal" in step and not isinstance(step.get("run"), list):
+            need("posix-signals", "a session `signal` step")
+        requests = step.get("jsonl") if "jsonl" in step else step.get("send")
+        for request in requests if isinstance(requests, list) else [requests]:
+            if not isinstance(request, dict):
+                continue
+            kind = request.get("type")
+            payload = request.get("payload")
+            if kind in _REQUESTS:
+                need(_REQUESTS[str(kind)], f"request {kind!r}")
+            if kind == "workflow.resume" and isinstance(payload, dict) and "from" in payload:
+                need("resume-from", "request 'workflow.resume' with `from`")
+            if kind == "workflow.run" and isinstance(payload, dict) and payload.get("watch"):
+                need("watch", "request 'workflow.run' with `watch`")
+        if isinstance(step.get("write"), dict):
+            written += [_text(v) for v in step["write"].values()]
+        if _expect_held(step.get("expect")):
+            need("held-signals", f"step {number} expects a held signal (held, heldAt, signal_held, ...)")
+    for text in written:
+        for label, pattern, feature in _FILE_TEXT:
+            if pattern.search(text):
+                need(feature, f"a file it writes has `{label}`")
+    return found
+
+
+def undeclared(data: dict[str, Any]) -> dict[str, list[str]]:
+    """The features the scenario uses but does not list in `features`, with the reasons."""
+    declared = set(data.get("features") or [])
+    return {f: why for f, why in sorted(features_used(data).items()) if f not in declared}
