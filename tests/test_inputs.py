@@ -117,8 +117,8 @@ def test_inputs_failure_raises_input_invalid_with_each_error_and_no_record(repo)
     assert error.exit_code == 3
     assert error.message.startswith("Input validation failed:")
     pointers = sorted(e["pointer"] for e in error.details["errors"])
-    # missing env (top level), count, tags, cfg.region, and cfg's extra key
-    assert pointers == ["", "/cfg", "/cfg/region", "/count", "/tags"]
+    # missing env, count, tags, cfg.region, and cfg's extra key: each the member at fault (WAIT-023)
+    assert pointers == ["/cfg/extra", "/cfg/region", "/count", "/env", "/tags"]
     assert repo.run_files() == []
 
 
@@ -188,3 +188,29 @@ def test_coerce_leaves_nested_values_alone():
         "properties": {"cfg": {"type": "object", "properties": {"n": {"type": "integer"}}}},
     }
     assert InputValidationService.coerce({"cfg": {"n": "3"}}, schema) == {"cfg": {"n": "3"}}
+
+
+def test_schema_errors_point_at_the_member_on_both_validation_paths():
+    """WAIT-023 / INPUT-005: `/extra` for an unexpected member, the missing member's pointer for
+    `required`, whether the fast validator or jsonschema checks the schema (`not` is jsonschema's)."""
+    from swamp.domain import fastschema
+    from swamp.domain.inputs import InputValidationService
+
+    fast = {
+        "type": "object",
+        "required": ["a", "b"],
+        "additionalProperties": False,
+        "properties": {"a": {"type": "integer"}, "b": {}, "n": {"type": "object", "required": ["id"]}},
+    }
+    slow = {**fast, "properties": {**fast["properties"], "c": {"not": {"type": "string"}}}}
+    assert fastschema.supported(fast) and not fastschema.supported(slow)
+    value = {"x": 1, "y": 2, "a": "s", "n": {}}
+    for schema in (fast, slow):
+        got = [(p.pointer, p.message) for p in InputValidationService().problems(value, schema)]
+        assert got == [
+            ("/a", "'s' is not of type 'integer'"),
+            ("/b", "'b' is a required property"),
+            ("/n/id", "'id' is a required property"),
+            ("/x", "Additional properties are not allowed ('x' was unexpected)"),
+            ("/y", "Additional properties are not allowed ('y' was unexpected)"),
+        ]

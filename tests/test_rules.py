@@ -654,7 +654,7 @@ def test_rule10_invalid_inputs_are_all_listed_and_no_record_is_written(repo):
     assert error["code"] == "input_invalid"
     assert error["message"].startswith("Input validation failed:")
     pointers = sorted(e["pointer"] for e in error["details"]["errors"])
-    assert pointers == ["", "/env", "/regions", "/replicas"]  # "" = the extra key at the top
+    assert pointers == ["/env", "/extra", "/regions", "/replicas"]  # the unexpected member itself
     assert repo.run_files() == []
     assert not (repo.root / "r10-ran").exists()
 

@@ -24,6 +24,7 @@ from ..domain.run import WorkflowRun
 from ..engine.ports import Emit
 from .context import App
 from .resume import continue_claimed
+from .views import wait_command
 
 CLAIM_HELD = "claim_held"
 
@@ -42,12 +43,12 @@ def still_open(run: WorkflowRun, now: dt.datetime) -> list[dict[str, Any]]:
     return items
 
 
-def answer_commands(run: WorkflowRun, items: list[dict[str, Any]]) -> list[str]:
+def answer_commands(app: App, run: WorkflowRun, items: list[dict[str, Any]]) -> list[str]:
     """The command that answers each open item and continues the run once it is the last."""
     commands = []
     for item in items:
         if item["kind"] == "wait":
-            commands.append(f"swamp workflow signal {item['waitId']} --payload '<json>' --resume")
+            commands.append(wait_command(app, run, item["waitId"], " --resume"))
         else:
             jobs = {j.name for j, s in run.steps() if s.name == item["step"]}
             job = f" --job {item['job']}" if len(jobs) > 1 else ""
@@ -67,7 +68,7 @@ def continue_if_nothing_open(app: App, run: WorkflowRun, emit: Emit | None) -> d
     return {"continued": True, "run": continue_claimed(app, run, emit)}
 
 
-def add_outcome(doc: dict[str, Any], run: WorkflowRun, outcome: dict[str, Any]) -> None:
+def add_outcome(app: App, doc: dict[str, Any], run: WorkflowRun, outcome: dict[str, Any]) -> None:
     """An answer's result with --resume: continued, the run document says what comes next;
     not continued, `next` answers what is still open (each with --resume)."""
     doc.update(outcome)
@@ -75,7 +76,7 @@ def add_outcome(doc: dict[str, Any], run: WorkflowRun, outcome: dict[str, Any]) 
         doc["runStatus"] = outcome["run"]["status"]
         del doc["next"]
     else:
-        doc["next"] = answer_commands(run, outcome["stillOpen"])
+        doc["next"] = answer_commands(app, run, outcome["stillOpen"])
 
 
 def continue_answered(app: App, workflow_id: str, run_id: str, emit: Emit | None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from ..domain.run import WorkflowRun
 from ..engine.ports import Emit
 from .access import change_run, resolve_run, suspended_runs
 from .context import App
+from .views import wait_command
 
 
 def decide(
@@ -64,13 +65,13 @@ def decide(
         doc["next"] = [
             f"swamp workflow approve {saved.workflowName} {name} --run {saved.id}" for name in remaining
         ]
-        doc["next"] += [f"swamp workflow signal {w} --payload '<json>'" for w in waits]
+        doc["next"] += [wait_command(app, saved, w) for w in waits]
         if not remaining and not waits:
             doc["next"] = [f"swamp workflow resume {saved.workflowName} --run {saved.id}"]
     if outcome is not None:
         from .continuation import add_outcome
 
-        add_outcome(doc, saved, outcome)
+        add_outcome(app, doc, saved, outcome)
     return doc
 
 

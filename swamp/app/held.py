@@ -249,7 +249,7 @@ def hold(
         if continued is not None:
             from .continuation import add_outcome
 
-            add_outcome(doc, run, continued)
+            add_outcome(app, doc, run, continued)
         return doc
     if opened.status == "waiting" and store.exists(wait_id):
         return _held_result(run, job, step, held)
@@ -351,16 +351,9 @@ def show_reserved(app: App, run: WorkflowRun, job: JobRun, step: StepRun, wait_i
     }
     doc.update(held_fields(app, run, wait_id))
     if closed is None and "held" not in doc:
-        from ..domain.waits import example_value
-        from .signals import _compact
+        from .views import signal_command
 
-        example = example_value(schema)
-        shown = (
-            _compact(example)
-            if not app.validation.problems(example, schema)
-            else "<json matching the schema>"
-        )
-        doc["next"] = [f"swamp workflow signal {wait_id} --payload '{shown}'"]
+        doc["next"] = [signal_command(app, wait_id, schema)]
     return doc
 
 

@@ -14,8 +14,9 @@ from typing import Any
 
 from ..domain.errors import RunNotFound, SwampError
 from ..domain.run import JobRun, StepRun, WorkflowRun, iso
-from ..domain.waits import SignalReceipt, SignalWait, WaitNotFound, check_wait_id, example_value
+from ..domain.waits import SignalReceipt, SignalWait, WaitNotFound, check_wait_id
 from .context import App
+from .views import wait_command
 
 
 def _locate(app: App, wait_id: str) -> WorkflowRun:
@@ -95,7 +96,7 @@ def signal(
             check_only=check_only,
             claim_timeout=claim_timeout,
             audit=note,
-            accepted=lambda run, wid: _accepted(run, wid, app.clock.now()),
+            accepted=lambda run, wid: _accepted(app, run, wid, app.clock.now()),
             continue_run=(lambda run: continue_if_nothing_open(app, run, emit)) if resume else None,
         )
     try:
@@ -146,13 +147,14 @@ def signal(
 
             outcome = continue_if_nothing_open(app, run, emit)
     assert receipt is not None
-    doc = _accepted(run, wait_id, now, job, step, payload, receipt)
+    doc = _accepted(app, run, wait_id, now, job, step, payload, receipt)
     if resume:
-        add_outcome(doc, run, outcome)
+        add_outcome(app, doc, run, outcome)
     return doc
 
 
 def _accepted(
+    app: App,
     run: WorkflowRun,
     wait_id: str,
     now: dt.datetime,
@@ -180,7 +182,7 @@ def _accepted(
         "openWaits": still_open,
         "next": [f"swamp workflow resume {run.workflowName} --run {run.id}"]
         if not still_open
-        else [f"swamp workflow signal {w} --payload '<json>'" for w in still_open],
+        else [wait_command(app, run, w) for w in still_open],
     }
 
 
@@ -284,16 +286,10 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
 
         doc.update(held_fields(app, run, wait_id))
     if doc["status"] == "open":
-        example = example_value(wait.schema)
-        if not app.validation.problems(example, wait.schema):
+        from .views import payload_example, signal_command
+
+        fits, example = payload_example(app, wait.schema)
+        if fits:
             doc["examplePayload"] = example
-            doc["next"] = [f"swamp workflow signal {wait_id} --payload '{_compact(example)}'"]
-        else:  # the schema is beyond what the example maker understands
-            doc["next"] = [f"swamp workflow signal {wait_id} --payload '<json matching the schema>'"]
+        doc["next"] = [signal_command(app, wait_id, wait.schema)]  # a placeholder without an example
     return doc
-
-
-def _compact(value: Any) -> str:
-    import json
-
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

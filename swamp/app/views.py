@@ -18,10 +18,33 @@ def run_document(app: App, run: WorkflowRun) -> dict[str, Any]:
     return doc
 
 
+def payload_example(app: App, schema: Any) -> tuple[bool, Any]:
+    """(True, WAIT-014's example payload for `schema`: domain/waits.py example_value), or (False,
+    None) when the value it builds does not pass the schema."""
+    from ..domain.waits import example_value
+
+    value = example_value(schema)
+    return (False, None) if app.validation.problems(value, schema) else (True, value)
+
+
+def signal_command(app: App, wait_id: str, schema: Any, suffix: str = "") -> str:
+    """`swamp workflow signal <waitId> --payload '<example>'`, the example as compact JSON, or the
+    placeholder `<json>` when there is none (WAIT-014); every `next` that signals says it so."""
+    fits, value = payload_example(app, schema)
+    shown = json.dumps(value, separators=(",", ":"), ensure_ascii=False) if fits else "<json>"
+    return f"swamp workflow signal {wait_id} --payload '{shown}'{suffix}"
+
+
+def wait_command(app: App, run: WorkflowRun, wait_id: str, suffix: str = "") -> str:
+    """signal_command for a wait the run holds open."""
+    _, step = run.find_wait(wait_id)
+    assert step.wait is not None
+    return signal_command(app, wait_id, step.wait.schema, suffix)
+
+
 def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
     """What a suspended run waits for, and the exact commands that move it on."""
     now = app.clock.now()
-    from ..domain.waits import example_value
 
     others = app.runs.another_suspended(run.workflowId, run.id)
     waits = [
@@ -51,10 +74,7 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
     commands: list[str] = []
     for _, step in run.open_waits(now):
         assert step.wait is not None
-        value = example_value(step.wait.schema)
-        fits = not app.validation.problems(value, step.wait.schema)
-        example = json.dumps(value, separators=(",", ":"), ensure_ascii=False) if fits else "<json>"
-        commands.append(f"swamp workflow signal {step.wait.waitId} --payload '{example}'")
+        commands.append(signal_command(app, step.wait.waitId, step.wait.schema))
     for gate in gates:
         commands.append(f"swamp workflow approve {wf} {gate['stepName']}{pick}")
         commands.append(f"swamp workflow reject {wf} {gate['stepName']}{pick}")

@@ -59,11 +59,13 @@ def _by_prefix(app: App, prefix: str) -> str:
 
 
 def _by_step(app: App, run_ref: str, step: str, job: str | None) -> str:
+    """The wait the step holds: its open or settled wait, else the wait ID reserved for it (WAIT-058,
+    WAIT-066), so a reserved wait answers as it does by its ID (held early signal, `reserved`)."""
     run = app.runs.find(run_ref)
     matches = [(j, s) for j, s in run.steps() if s.name == step and (job is None or j.name == job)]
     if not matches:
         raise _no_such_step(run, step, job)
-    holding = [(j, s) for j, s in matches if s.wait is not None]
+    holding = [(j, s) for j, s in matches if _held_id(s) is not None]
     if len(holding) > 1:
         waiting = [(j, s) for j, s in holding if s.status == "waiting"]
         if len(waiting) == 1:
@@ -77,14 +79,18 @@ def _by_step(app: App, run_ref: str, step: str, job: str | None) -> str:
             )
     if not holding:
         job_run, step_run = matches[0]
-        raise _no_wait(run, job_run.name, step_run.name, step_run.status, step_run.reservedWaitId)
-    wait = holding[0][1].wait
-    assert wait is not None
-    return wait.waitId
+        raise _no_wait(run, job_run.name, step_run.name, step_run.status)
+    wait_id = _held_id(holding[0][1])
+    assert wait_id is not None
+    return wait_id
+
+
+def _held_id(step: StepRun) -> str | None:
+    return step.wait.waitId if step.wait is not None else step.reservedWaitId
 
 
 def _ids(steps: list[tuple[JobRun, StepRun]]) -> list[str]:
-    return sorted(s.wait.waitId for _, s in steps if s.wait is not None)
+    return sorted(w for _, s in steps if (w := _held_id(s)) is not None)
 
 
 def _no_such_step(run: WorkflowRun, step: str, job: str | None) -> WaitNotFound:
@@ -108,15 +114,8 @@ def _no_such_step(run: WorkflowRun, step: str, job: str | None) -> WaitNotFound:
     )
 
 
-def _no_wait(
-    run: WorkflowRun, job: str, step: str, status: str, reserved: str | None = None
-) -> WaitNotFound:
-    if status == "pending" and reserved is not None:
-        why = (
-            f"the run has not reached it (pending); its wait ID is reserved: {reserved}, and a signal "
-            "sent to that ID now is held until the step opens"
-        )
-    elif status == "pending":
+def _no_wait(run: WorkflowRun, job: str, step: str, status: str) -> WaitNotFound:
+    if status == "pending":
         why = "the run has not reached it (pending)"
     elif status == "waiting_approval":
         why = (

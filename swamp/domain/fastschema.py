@@ -157,15 +157,16 @@ def _object(value: dict[str, Any], schema: dict[str, Any], path: tuple[Any, ...]
         if name in value:
             out += problems(value[name], sub, (*path, name))
     for name in schema.get("required", []):
-        if name not in value:
-            out.append((path, f"{name!r} is a required property"))
+        if name not in value:  # WAIT-023: the pointer names the missing member
+            out.append(((*path, name), f"{name!r} is a required property"))
     extra = schema.get("additionalProperties")
     if extra is not None:
         unexpected = [k for k in value if k not in props]
-        if extra is False and unexpected:
-            verb = "was" if len(unexpected) == 1 else "were"
-            shown = ", ".join(repr(k) for k in unexpected)
-            out.append((path, f"Additional properties are not allowed ({shown} {verb} unexpected)"))
+        if extra is False:  # WAIT-023: one error per unexpected member, pointing at it
+            out += [
+                ((*path, k), f"Additional properties are not allowed ({k!r} was unexpected)")
+                for k in unexpected
+            ]
         elif isinstance(extra, dict):
             for name in unexpected:
                 out += problems(value[name], extra, (*path, name))

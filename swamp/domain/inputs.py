@@ -33,6 +33,26 @@ def _pointer(path: Any) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
+def _member_problems(error: Any) -> list[tuple[list[Any], str]]:
+    """`error` as (path, message) with the path of the member at fault (WAIT-023): a missing
+    member's own path for `required`, one problem per unexpected member for
+    `additionalProperties: false`; every other error has the path of the value that fails."""
+    where = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        for name in error.validator_value:
+            if isinstance(name, str) and error.message == f"{name!r} is a required property":
+                return [([*where, name], error.message)]
+    if error.validator == "additionalProperties" and error.validator_value is False:
+        from jsonschema._utils import find_additional_properties
+
+        extras = list(find_additional_properties(error.instance, error.schema))
+        if extras and isinstance(error.instance, dict):
+            return [
+                ([*where, k], f"Additional properties are not allowed ({k!r} was unexpected)") for k in extras
+            ]
+    return [(where, error.message)]
+
+
 DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})  # their values are data, not schemas
 REF_KEYWORDS = ("$ref", "$dynamicRef")
 
@@ -125,10 +145,11 @@ class InputValidationService:
         unrunnable = patterns.pattern_problems(schema)
         if unrunnable:  # a schema captured before INPUT-015: refuse rather than backtrack
             return [SchemaProblem("", "the schema cannot be checked: " + p) for p in unrunnable]
-        errors = sorted(
-            self._validator(schema).iter_errors(value), key=lambda e: (list(map(str, e.path)), e.message)
+        checked = sorted(
+            (p for e in self._validator(schema).iter_errors(value) for p in _member_problems(e)),
+            key=lambda p: (list(map(str, p[0])), p[1]),
         )
-        return [SchemaProblem(_pointer(e.absolute_path), e.message) for e in errors]
+        return [SchemaProblem(_pointer(where), message) for where, message in checked]
 
     # -- workflow inputs ------------------------------------------------------------------------
 
