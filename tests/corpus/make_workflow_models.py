@@ -15,6 +15,7 @@ a set of bases that together hold every key: each key removed, each value replac
 Run: python tests/corpus/make_workflow_models.py [recorded.jsonl]
 """
 
+# ruff: noqa: E501 - the oddities are one document a line
 from __future__ import annotations
 
 import copy
@@ -33,7 +34,22 @@ from swamp.domain.errors import WorkflowInvalid  # noqa: E402
 from swamp.store.yamlio import YamlError, dump_yaml, load_yaml  # noqa: E402
 
 SOURCE = "workflows/workflow-case.yaml"
-VALUES: list[Any] = [None, "", 0, -1, 2.5, 2.0, True, "word", ["x"], {"k": "v"}, [], {}, float("inf"), float("nan")]
+VALUES: list[Any] = [
+    None,
+    "",
+    0,
+    -1,
+    2.5,
+    2.0,
+    True,
+    "word",
+    ["x"],
+    {"k": "v"},
+    [],
+    {},
+    float("inf"),
+    float("nan"),
+]
 UUIDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 ODDITIES = [
@@ -62,7 +78,7 @@ ODDITIES = [
     # names and expressions
     "id: 10000000-0000-4000-8000-000000000001\nname: a..b\njobs: [{name: m, steps: [{name: s, task: {type: wait_for_signal, timeout: 5}}]}]\n",
     "id: 10000000-0000-4000-8000-000000000001\nname: 'a\\\\b'\njobs: [{name: m, steps: [{name: s, task: {type: wait_for_signal, timeout: 5}}]}]\n",
-    "id: 10000000-0000-4000-8000-000000000001\nname: \"a\\0b\"\njobs: [{name: m, steps: [{name: s, task: {type: wait_for_signal, timeout: 5}}]}]\n",
+    'id: 10000000-0000-4000-8000-000000000001\nname: "a\\0b"\njobs: [{name: m, steps: [{name: s, task: {type: wait_for_signal, timeout: 5}}]}]\n',
     "id: 10000000-0000-4000-8000-00000000000G\nname: ''\njobs: [{name: m, steps: [{name: s, guard: 'x', forEach: {item: '', in: 'y'}, task: {type: model_method, modelIdOrName: '', methodName: '', inputs: 'z'}}]}]\n",
     "id: 10000000-0000-4000-8000-000000000001\nname: x\ninputs: {a: {type: string}, type: 5}\njobs: [{name: m, steps: [{name: s, task: {type: model_method, modelIdOrName: a, methodName: b, inputs: '${{ inputs }}'}}]}]\n",
     "id: 10000000-0000-4000-8000-000000000001\nname: x\ninputs: {a: {type: string}, b: 5}\njobs: [{name: m, steps: [{name: s, task: {type: wait_for_signal, timeout: 5}}]}]\n",
@@ -81,9 +97,8 @@ ODDITIES = [
 
 
 def bases() -> list[tuple[str, str]]:
-    from test_workflow_schema import TABLE, _scenario_workflows  # the same files that test reads
-
     import reliability_corpus as corpus
+    from test_workflow_schema import TABLE, _scenario_workflows  # the same files that test reads
 
     found: list[tuple[str, str]] = [(f"table:{i}", t) for i, t, _ in TABLE]
     found += [(f"scenario:{n}", t) for n, t in _scenario_workflows()]
@@ -204,15 +219,19 @@ def main() -> None:
         for path in nodes(raw):
             for op, value in [("del", None)] + [("set", v) for v in VALUES]:
                 change = ["del"] if op == "del" else ["set", value]
-                mutations.append([index[name], list(path), change, compact(judge(mutate(raw, path, op, value)), False)])
+                mutations.append(
+                    [index[name], list(path), change, compact(judge(mutate(raw, path, op, value)), False)]
+                )
     out = {"strings": list(strings), "documents": documents, "mutations": mutations}
     target = ROOT / "tests" / "corpus" / "workflow-models.json"
     lines = ['{"strings": [', ",\n".join(json.dumps(s) for s in out["strings"]), '],\n"documents": [']
     lines += [",\n".join(json.dumps(d) for d in out["documents"]), '],\n"mutations": [']
     lines += [",\n".join(json.dumps(m) for m in out["mutations"]), "]}\n"]
     target.write_text("\n".join(lines), encoding="utf-8")
-    print(f"{len(docs)} documents, {len(chosen)} bases, {len(mutations)} mutations, {len(strings)} strings, "
-          f"{target.stat().st_size} bytes")
+    print(
+        f"{len(docs)} documents, {len(chosen)} bases, {len(mutations)} mutations, {len(strings)} strings, "
+        f"{target.stat().st_size} bytes"
+    )
 
 
 if __name__ == "__main__":
