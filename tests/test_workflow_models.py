@@ -104,15 +104,12 @@ def test_the_corpus_holds_good_and_bad_files_of_every_kind() -> None:
         assert words in shown, words
 
 
-@pytest.mark.parametrize(
-    "case", [d for d in CORPUS["documents"] if "dump" in d][:40], ids=lambda d: d["id"][:60]
-)
-def test_a_run_record_definition_reads_back_to_the_same_workflow(case: dict[str, Any]) -> None:
-    """`Workflow.from_json` of a stored definition gives the workflow that was stored."""
-    workflow = parse_workflow(load_yaml(case["yaml"]), SOURCE)
-    stored = json.loads(json.dumps(workflow.to_json()))
-    again = Workflow.from_json(stored)
-    assert json.dumps(again.to_json()) == json.dumps(workflow.to_json())
+def test_a_run_record_definition_reads_back_to_the_same_workflow() -> None:
+    """`Workflow.from_json` of a stored definition (JSON text, read back) gives the same definition."""
+    for case in CORPUS["documents"]:
+        if "dump" in case:
+            again = Workflow.from_json(json.loads(case["dump"]))
+            assert json.dumps(again.to_json()) == case["dump"], case["id"]
 
 
 def test_a_broken_definition_is_refused_with_its_problems() -> None:
