@@ -16,7 +16,7 @@ from swamp.engine.executor import WorkflowExecutor
 from swamp.engine.ports import EngineServices, MethodFailed
 from swamp.store.clock import SystemClock
 
-WORKFLOW = Workflow.model_validate(
+WORKFLOW = Workflow.from_json(
     {
         "id": "5e000099-0000-4000-8000-000000000001",
         "name": "deploy",

@@ -108,7 +108,7 @@ def file_changes(app: App, run: WorkflowRun, saved: Workflow) -> tuple[list[str]
 
 
 def _normal(workflow: Workflow) -> dict[str, Any]:
-    return workflow.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return workflow.to_json()
 
 
 def continue_claimed(app: App, run: WorkflowRun, emit: Emit | None = None) -> dict[str, Any]:

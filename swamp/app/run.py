@@ -39,7 +39,7 @@ def run_workflow(
         initiated_by=app.user,
         on_behalf_of=app.on_behalf_of,
         now=app.clock.now(),
-        definition=workflow.model_dump(mode="json", by_alias=True, exclude_none=True),
+        definition=workflow.to_json(),
     )
     run.reserve_waits(
         {
@@ -59,7 +59,7 @@ def run_workflow(
 
 def workflow_of(run: WorkflowRun) -> Workflow:
     """The definition a run executes: the snapshot taken when it started."""
-    return Workflow.model_validate(run.definition)
+    return Workflow.from_json(run.definition)
 
 
 def engine_services(app: App, emit: Emit | None, run_id: str) -> EngineServices:

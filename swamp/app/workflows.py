@@ -40,7 +40,7 @@ def list_workflows(app: App) -> dict[str, Any]:
 def get_workflow(app: App, name: str) -> dict[str, Any]:
     item = app.workflows.get(name)
     doc = _summary(app, item)
-    doc["definition"] = item.workflow.model_dump(mode="json", by_alias=True, exclude_none=True)
+    doc["definition"] = item.workflow.to_json()
     return doc
 
 

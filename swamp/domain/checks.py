@@ -35,7 +35,7 @@ class Check:
 
 def expression_sites(workflow: Workflow) -> Iterator[tuple[str, str]]:
     """(where, source) for every `${{ }}` in the workflow definition."""
-    data = workflow.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data = workflow.to_json()
     yield from _walk(data, "")
 
 
@@ -43,7 +43,7 @@ def step_expression_sites(step: Step) -> Iterator[tuple[str, str]]:
     """(field, source) for every `${{ }}` of one step in a field where expressions are evaluated
     (EXPR-002): `name`, `guard`, `forEach.in`, `task.inputs.run`, `task.prompt`, ...; the step's
     own `description` is literal text."""
-    data = step.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data = step.to_json()
     data.pop("description", None)
     yield from _walk(data, "")
 

@@ -6,51 +6,54 @@ Every leaf tests the status of the same referenced job or step (the entry names 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
-
 ConditionType = Literal["always", "succeeded", "failed", "completed", "skipped", "and", "or", "not"]
+CONDITION_TYPES = ("always", "succeeded", "failed", "completed", "skipped", "and", "or", "not")
 LEAF_TYPES = ("always", "succeeded", "failed", "completed", "skipped")
 
 
 def without_nulls(data: Any) -> Any:
     """A mapping without its null-valued keys: the raw walker of the workflow file reports each
-    (WF-026), so the model sees them as absent and still reports every other problem (WF-005)."""
+    (WF-026), so the reader sees them as absent and still reports every other problem (WF-005)."""
     if isinstance(data, dict) and any(value is None for value in data.values()):
         return {key: value for key, value in data.items() if value is not None}
     return data
 
 
-class Condition(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_nulls(cls, data: Any) -> Any:
-        return without_nulls(data)
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One node of the algebra; swamp/domain/definition.py reads it from the file and checks its
+    shape (`and`/`or` take two or more `conditions`, `not` one `condition`, a leaf neither)."""
 
     type: ConditionType
     conditions: tuple[Condition, ...] | None = None
     condition: Condition | None = None
 
-    @model_validator(mode="after")
-    def _check_shape(self) -> Condition:
+    def shape_problem(self) -> str | None:
+        """What is wrong with this node's shape, if anything (its children are checked apart)."""
         if self.type in ("and", "or"):
             if self.conditions is None or len(self.conditions) < 2:
-                raise ValueError(
-                    f"a condition of type '{self.type}' needs 'conditions' with at least two entries"
-                )
+                return f"a condition of type '{self.type}' needs 'conditions' with at least two entries"
             if self.condition is not None:
-                raise ValueError(f"a condition of type '{self.type}' takes 'conditions', not 'condition'")
+                return f"a condition of type '{self.type}' takes 'conditions', not 'condition'"
         elif self.type == "not":
             if self.condition is None:
-                raise ValueError("a condition of type 'not' needs 'condition'")
+                return "a condition of type 'not' needs 'condition'"
             if self.conditions is not None:
-                raise ValueError("a condition of type 'not' takes 'condition', not 'conditions'")
+                return "a condition of type 'not' takes 'condition', not 'conditions'"
         elif self.conditions is not None or self.condition is not None:
-            raise ValueError(f"a condition of type '{self.type}' takes no nested conditions")
-        return self
+            return f"a condition of type '{self.type}' takes no nested conditions"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        if self.conditions is not None:
+            out["conditions"] = [c.to_json() for c in self.conditions]
+        if self.condition is not None:
+            out["condition"] = self.condition.to_json()
+        return out
 
 
 def condition_holds(condition: Condition, status: str | None) -> bool:
