@@ -89,7 +89,7 @@ class Scenario:
     steps: tuple[Step, ...]
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """Safe YAML without timestamp conversion (SWAMP_NOW stays a string), refusing duplicate keys."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
