@@ -3,6 +3,7 @@
 A schema may only reference itself (`$ref: "#/..."`); remote references are refused when the schema
 is checked and never fetched. Patterns run on RE2, in time linear in the value (patterns.py); one RE2
 cannot run is refused when the schema is checked. Validators are compiled once per schema text.
+The meta-schema check asks jsonschema only when schemacheck.py cannot vouch for the schema.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import patterns
+from . import patterns, schemacheck
 from .errors import InputInvalid
 
 
@@ -101,9 +102,6 @@ class InputValidationService:
         """Why `schema` is not an acceptable JSON Schema (empty when it is)."""
         if not isinstance(schema, (dict, bool)):
             return ["a schema must be a mapping (a JSON Schema object)"]
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import SchemaError
-
         problems = [
             f"{where}: only local references ('#/...') are allowed, got '{ref}'"
             for where, ref in _refs(schema)
@@ -114,10 +112,14 @@ class InputValidationService:
             for where, ref in _refs(schema)
             if ref.startswith("#") and not _resolves(schema, ref)
         ]
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            problems.append(f"{_pointer(exc.absolute_path) or '/'}: {exc.message}")
+        if not schemacheck.meta_valid(schema):  # not surely valid: jsonschema says what is wrong
+            from jsonschema import Draft202012Validator
+            from jsonschema.exceptions import SchemaError
+
+            try:
+                Draft202012Validator.check_schema(schema)
+            except SchemaError as exc:
+                problems.append(f"{_pointer(exc.absolute_path) or '/'}: {exc.message}")
         return problems + patterns.pattern_problems(schema)
 
     def _validator(self, schema: Any) -> Any:
