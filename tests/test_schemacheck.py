@@ -22,6 +22,7 @@ from swamp.domain import schemacheck
 from swamp.domain.inputs import InputValidationService
 
 RELEASE = Path(__file__).parent.parent / "examples" / "release"
+pytestmark = pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
 HEAVY = {"jsonschema", "referencing", "attrs", "rpds", "jsonschema_specifications"}
 
 
@@ -152,6 +153,7 @@ NOT_VOUCHED = [
     {"$ref": "http://example.com/s"},
     {"$ref": "#/properties/a b"},
     {"$ref": "#anchor"},
+    {"pattern": "[[a]"},  # re warns (a possible nested set): jsonschema compiles it and warns, as before
 ]
 
 
