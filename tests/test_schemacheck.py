@@ -186,11 +186,30 @@ def test_local_reference_and_pattern_problems_still_reported_for_a_vouched_schem
     assert [p.split(":")[0] for p in problems] == ["/properties/a/$ref", "/properties/b/pattern"]
 
 
-def test_a_schema_too_deep_for_the_check_goes_to_jsonschema() -> None:
-    schema: Any = {}
-    for _ in range(5000):
-        schema = {"items": schema}
-    assert not schemacheck.meta_valid(schema)
+def nested(levels: int, wrap: Any) -> Any:
+    schema: Any = {"type": "string"}
+    for _ in range(levels):
+        schema = wrap(schema)
+    return schema
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [lambda s: {"properties": {"a": s}}, lambda s: {"items": s}, lambda s: {"allOf": [True, s]}],
+    ids=["properties", "items", "allOf"],
+)
+def test_a_schema_nested_deeper_than_the_bound_goes_to_jsonschema(wrap: Any) -> None:
+    """Past MAX_DEPTH levels jsonschema answers (and, some 80 levels on, fails with RecursionError
+    as it always did, in `workflow validate` an internal error): the check never turns that into
+    a pass."""
+    assert schemacheck.meta_valid(nested(schemacheck.MAX_DEPTH, wrap))
+    assert not schemacheck.meta_valid(nested(schemacheck.MAX_DEPTH + 1, wrap))
+    assert not schemacheck.meta_valid(nested(5000, wrap))
+    deep = nested(150, wrap)
+    with pytest.raises(RecursionError):
+        always_jsonschema(deep)
+    with pytest.raises(RecursionError):
+        InputValidationService().schema_problems(deep)
 
 
 # -- the release example never imports jsonschema ---------------------------------------------------

@@ -37,21 +37,34 @@ PLAIN_URI = re.compile(
 )
 
 
+# Subschemas nested deeper than this are left to jsonschema, which spends about a dozen stack
+# frames a level (it fails with RecursionError past 80 to 120 levels): a schema that deep then
+# gets what it got before, whatever that is.
+MAX_DEPTH = 32
+
+
 def meta_valid(schema: Any) -> bool:
     """True when Draft 2020-12's meta-schema accepts `schema` for certain; False when not sure."""
     try:
-        return _schema(schema)
+        return _schema(schema, 0)
     except RecursionError:
         return False
 
 
-def _schema(value: Any) -> bool:
+def _schema(value: Any, depth: int) -> bool:
     if isinstance(value, bool):
         return True
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or depth > MAX_DEPTH:
         return False
     for key, item in value.items():
-        check = KEYWORDS.get(key) if isinstance(key, str) else None
+        if not isinstance(key, str):
+            return False
+        nested = SUBSCHEMAS.get(key)
+        if nested is not None:
+            if not nested(item, depth + 1):
+                return False
+            continue
+        check = KEYWORDS.get(key)
         if check is None or not check(item):
             return False
     return True
@@ -125,17 +138,17 @@ def _regex(value: Any) -> bool:
     return True
 
 
-def _schema_array(value: Any) -> bool:
-    return isinstance(value, list) and len(value) >= 1 and all(_schema(item) for item in value)
+def _schema_array(value: Any, depth: int) -> bool:
+    return isinstance(value, list) and len(value) >= 1 and all(_schema(item, depth) for item in value)
 
 
-def _schema_map(value: Any) -> bool:
-    return isinstance(value, dict) and all(isinstance(k, str) and _schema(v) for k, v in value.items())
+def _schema_map(value: Any, depth: int) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and _schema(v, depth) for k, v in value.items())
 
 
-def _pattern_map(value: Any) -> bool:
+def _pattern_map(value: Any, depth: int) -> bool:
     return isinstance(value, dict) and all(
-        isinstance(k, str) and _regex(k) and _schema(v) for k, v in value.items()
+        isinstance(k, str) and _regex(k) and _schema(v, depth) for k, v in value.items()
     )
 
 
@@ -153,35 +166,15 @@ def _plain_uri(value: Any) -> bool:
     return isinstance(value, str) and PLAIN_URI.match(value) is not None
 
 
-# Each keyword this check knows, with what the Draft 2020-12 meta-schema asks of its value. Left
-# out (answered by jsonschema): $id, $anchor, $dynamicAnchor, $dynamicRef, $vocabulary,
-# dependencies, $recursiveAnchor, $recursiveRef, and every keyword the meta-schema does not name.
+# Each keyword this check knows, with what the Draft 2020-12 meta-schema asks of its value (its
+# vocabulary in brackets). Left out (answered by jsonschema): $id, $anchor, $dynamicAnchor,
+# $dynamicRef, $vocabulary, dependencies, $recursiveAnchor, $recursiveRef, and every keyword the
+# meta-schema does not name.
 KEYWORDS: dict[str, Callable[[Any], bool]] = {
     # core
     "$schema": _plain_uri,
     "$ref": _local_ref,
     "$comment": _string,
-    "$defs": _schema_map,
-    "definitions": _schema_map,
-    # applicator
-    "prefixItems": _schema_array,
-    "items": _schema,
-    "contains": _schema,
-    "additionalProperties": _schema,
-    "properties": _schema_map,
-    "patternProperties": _pattern_map,
-    "dependentSchemas": _schema_map,
-    "propertyNames": _schema,
-    "if": _schema,
-    "then": _schema,
-    "else": _schema,
-    "allOf": _schema_array,
-    "anyOf": _schema_array,
-    "oneOf": _schema_array,
-    "not": _schema,
-    # unevaluated
-    "unevaluatedItems": _schema,
-    "unevaluatedProperties": _schema,
     # validation
     "type": _type,
     "const": _anything,
@@ -215,5 +208,32 @@ KEYWORDS: dict[str, Callable[[Any], bool]] = {
     "format": _string,
     "contentEncoding": _string,
     "contentMediaType": _string,
+}
+
+# The keywords whose value is a schema, a non-empty list of schemas, or a map of them.
+SUBSCHEMAS: dict[str, Callable[[Any, int], bool]] = {
+    # core (and the top-level meta-schema's deprecated `definitions`)
+    "$defs": _schema_map,
+    "definitions": _schema_map,
+    # applicator
+    "prefixItems": _schema_array,
+    "items": _schema,
+    "contains": _schema,
+    "additionalProperties": _schema,
+    "properties": _schema_map,
+    "patternProperties": _pattern_map,  # its keys: format regex
+    "dependentSchemas": _schema_map,
+    "propertyNames": _schema,
+    "if": _schema,
+    "then": _schema,
+    "else": _schema,
+    "allOf": _schema_array,
+    "anyOf": _schema_array,
+    "oneOf": _schema_array,
+    "not": _schema,
+    # unevaluated
+    "unevaluatedItems": _schema,
+    "unevaluatedProperties": _schema,
+    # content
     "contentSchema": _schema,
 }
