@@ -5,8 +5,8 @@ Draft 2020-12's meta-schema (checks.py; WF-013, INPUT-001). Done by
 `Draft202012Validator.check_schema`, that imports jsonschema, referencing, attrs, rpds and
 jsonschema_specifications. Measured on the development machine (CPU time, median of 9 runs):
 `python -c pass` 8 ms, `python -c "import jsonschema"` 73 ms; in a copy of examples/release,
-`workflow validate release` went from 215-237 ms to 183-194 ms and `workflow run release --json`
-from 239-266 ms to 200-205 ms once this check let them skip jsonschema.
+`workflow validate release` went from 145-148 ms to 102-113 ms and `workflow run release --json`
+from 171-178 ms to 143-152 ms once this check let them skip jsonschema.
 
 `meta_valid` answers True only when the meta-schema surely accepts the schema: every keyword is one
 of a known set and every value has the shape the meta-schema gives it (a subschema is a mapping or a
