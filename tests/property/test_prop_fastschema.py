@@ -42,13 +42,16 @@ def test_fast_path_agrees_with_jsonschema(pair: tuple[Any, Any]) -> None:
 @given(schema_and_value())
 def test_validation_service_agrees_with_jsonschema(pair: tuple[Any, Any]) -> None:
     """Whichever way the service goes (fast path or jsonschema), it answers as the reference, and
-    every problem it reports points into the value."""
+    every problem it reports points into the value: at a member that is there, or (a missing
+    `required` member, WAIT-023) at a member of an object that is there."""
     schema, value = pair
     reference = Draft202012Validator(schema).is_valid(value)
     problems = InputValidationService().problems(value, schema)
     assert (not problems) == reference, problems
     for problem in problems:
-        assert resolves(problem.pointer, value), (problem, value)
+        parent = problem.pointer.rpartition("/")[0]
+        missing = "required property" in problem.message and problem.pointer and resolves(parent, value)
+        assert resolves(problem.pointer, value) or missing, (problem, value)
 
 
 @pytest.mark.parametrize(
