@@ -26,6 +26,13 @@ BATCH = 256
 # A host (`swamp --jsonl`, `swamp serve`) sets this: called while the subscription waits, it
 # returns the outcome to end with (`cancelled`, `closed`, `shutdown`) or None to go on.
 SUBSCRIPTION_STOP: ContextVar[Callable[[], str | None] | None] = ContextVar("SUBSCRIPTION_STOP", default=None)
+# A host sets this too: called once the subscription has fixed where it starts (its `after`, or
+# the end of the log). The host reads the stream's next request only then, so an event that a
+# later request of the same stream causes is streamed (EVENT-008: every event appended after the
+# request was read); the host also releases its reader if the subscription fails before.
+SUBSCRIPTION_POSITIONED: ContextVar[Callable[[], None] | None] = ContextVar(
+    "SUBSCRIPTION_POSITIONED", default=None
+)
 STOP_CHECK_SECONDS = 0.25
 
 
@@ -70,6 +77,9 @@ def subscribe(
         else:
             log.check(after)
             cursor = after
+        positioned = SUBSCRIPTION_POSITIONED.get()
+        if positioned is not None:
+            positioned()
         changed = True  # read the log first; afterwards only when its folder changed
         while True:
             more = False

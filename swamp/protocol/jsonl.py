@@ -345,14 +345,16 @@ def _serve_lines(
                 payload = {**payload, "repoDir": repo_dir}
             slots.acquire()  # waits while MAX_PIPELINED requests of this stream are unanswered
             if request_type in STREAMS:  # may last for hours: a thread of its own, not a worker
+                positioned = threading.Event()
                 stream = threading.Thread(
                     target=_answer_stream,
-                    args=(slots.release, writer, request_id, request_type, payload, ended),
+                    args=(slots.release, writer, request_id, request_type, payload, ended, positioned),
                     name="swamp-jsonl-stream",
                     daemon=True,
                 )
                 stream.start()
                 streams.append(stream)
+                positioned.wait(POSITIONING_SECONDS)  # the next line is read once it has its start
                 continue
             if implied_type is not None:
                 pool.submit(_answer_then, slots.release, writer, request_id, request_type, payload, number)
@@ -370,6 +372,9 @@ def _serve_lines(
 
 
 # Requests that stream until they are stopped; each gets a thread of its own.
+# How long a reader waits for a subscription to fix its start before reading on regardless (a
+# store that answers that slowly is failing; the subscription then reports it).
+POSITIONING_SECONDS = 30.0
 STREAMS = frozenset({"events.subscribe"})
 
 
@@ -380,15 +385,20 @@ def _answer_stream(
     request_type: str,
     payload: Any,
     ended: threading.Event,
+    positioned: threading.Event,
 ) -> None:
-    """Answer a subscription, which ends with `closed` once the input has reached its end."""
-    from ..app.events import SUBSCRIPTION_STOP
+    """Answer a subscription, which ends with `closed` once the input has reached its end;
+    `positioned` is set once it has fixed its start (or it failed), for the reader waiting on it."""
+    from ..app.events import SUBSCRIPTION_POSITIONED, SUBSCRIPTION_STOP
 
     token = SUBSCRIPTION_STOP.set(lambda: "closed" if ended.is_set() else None)
+    placed = SUBSCRIPTION_POSITIONED.set(positioned.set)
     try:
         answer(writer, request_id, request_type, payload, handle)
     finally:
+        SUBSCRIPTION_POSITIONED.reset(placed)
         SUBSCRIPTION_STOP.reset(token)
+        positioned.set()
         release()
 
 

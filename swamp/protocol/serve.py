@@ -40,6 +40,7 @@ from .connection import MAX_UNREAD_BYTES, ConnectionWriter
 from .helpers import Helpers, Request, warm
 from .jsonl import (
     MAX_PIPELINED,
+    POSITIONING_SECONDS,
     BadFrame,
     FrameWriter,
     StreamWriter,
@@ -98,6 +99,8 @@ class InFlight:
     # has taken it over, later frames are dropped, so a client sees one answer and nothing after done.
     answered: bool = False  # its result or error is written
     closed: bool = False
+    # A subscription sets it once it has fixed its start (or failed): its reader waits for that.
+    positioned: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
     _frames: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def write(self, frame: dict[str, Any]) -> None:
@@ -186,6 +189,7 @@ class Server:
             self.requests[key] = flight
 
         def finish() -> None:
+            flight.positioned.set()  # a subscription refused before it started frees its reader too
             with self.lock:
                 self.requests.pop(key, None)
             self.helpers.finished(request_type)
@@ -210,6 +214,7 @@ class Server:
 
         if request_type in STREAMS:  # may last for hours: a thread of its own, not a pool worker
             threading.Thread(target=work, name="swamp-serve-stream", daemon=True).start()
+            flight.positioned.wait(POSITIONING_SECONDS)  # the connection's next line waits for its start
         elif request is None or not self._handed_off(request, flight, finish):
             self.pool.submit(work)
 
@@ -270,7 +275,7 @@ class Server:
     def _subscription(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
         """An events.subscribe: at most MAX_SUBSCRIPTIONS at once; it ends when serve shuts down,
         its `cancel` comes, or its connection's input ends (SERVE-036, SERVE-037)."""
-        from ..app.events import SUBSCRIPTION_STOP
+        from ..app.events import SUBSCRIPTION_POSITIONED, SUBSCRIPTION_STOP
 
         with self.lock:
             others = sum(1 for f in self.requests.values() if f is not flight and f.request_type in STREAMS)
@@ -291,10 +296,13 @@ class Server:
             return None
 
         token = SUBSCRIPTION_STOP.set(stop)
+        placed = SUBSCRIPTION_POSITIONED.set(flight.positioned.set)
         try:
             return handle(request_type, payload, emit, flight.actor)
         finally:
+            SUBSCRIPTION_POSITIONED.reset(placed)
             SUBSCRIPTION_STOP.reset(token)
+            flight.positioned.set()
 
     def _hosted(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
         return self._hosting(flight, lambda: handle(request_type, payload, emit, flight.actor))
