@@ -286,10 +286,10 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
 
         doc.update(held_fields(app, run, wait_id))
     if doc["status"] == "open":
-        from .views import payload_example, signal_command
+        from .views import payload_example, signal_text
 
-        fits, example = payload_example(app, wait.schema)
-        if fits:
-            doc["examplePayload"] = example
-        doc["next"] = [signal_command(app, wait_id, wait.schema)]  # a placeholder without an example
+        example = payload_example(app, wait.schema)
+        if example[0]:
+            doc["examplePayload"] = example[1]
+        doc["next"] = [signal_text(wait_id, example)]  # a placeholder without an example
     return doc

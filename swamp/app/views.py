@@ -28,9 +28,14 @@ def payload_example(app: App, schema: Any) -> tuple[bool, Any]:
 
 
 def signal_command(app: App, wait_id: str, schema: Any, suffix: str = "") -> str:
-    """`swamp workflow signal <waitId> --payload '<example>'`, the example as compact JSON, or the
+    """`swamp workflow signal <waitId> --payload '<example>'` for a wait with this schema."""
+    return signal_text(wait_id, payload_example(app, schema), suffix)
+
+
+def signal_text(wait_id: str, example: tuple[bool, Any], suffix: str = "") -> str:
+    """The signal command with `example` (payload_example's answer) as compact JSON, or the
     placeholder `<json>` when there is none (WAIT-014); every `next` that signals says it so."""
-    fits, value = payload_example(app, schema)
+    fits, value = example
     shown = json.dumps(value, separators=(",", ":"), ensure_ascii=False) if fits else "<json>"
     return f"swamp workflow signal {wait_id} --payload '{shown}'{suffix}"
 
