@@ -3,11 +3,27 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
-PY="${PYTHON:-python3}"
+# The interpreter .venv is made from: $PYTHON when set; else the distribution's /usr/bin/python3
+# when it is 3.11 or newer and can make a venv with pip, since Debian builds it with PGO and LTO,
+# linked statically, and the suite runs about 11% faster on it than on a source build linked
+# against a shared libpython without them (pyenv's default, the first python3 on this machine's
+# PATH); else python3.
+pick_python() {
+  if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"; return; fi
+  if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo /usr/bin/python3; return
+  fi
+  echo python3
+}
+PY="$(pick_python)"
 extra="${venv_extra:-}"
 if [ ! -x "$VENV/bin/python" ]; then
-  echo "swamp: creating $VENV" >&2
-  "$PY" -m venv "$VENV"
+  echo "swamp: creating $VENV with $PY" >&2
+  if ! "$PY" -m venv "$VENV" && [ "$PY" != python3 ]; then
+    echo "swamp: $PY could not make it; trying python3" >&2
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+  fi
 fi
 stamp="$VENV/.installed${extra:+-$extra}"
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
