@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,72 @@ def test_a_signal_succeeds_when_its_events_cannot_be_appended(repo: Repo) -> Non
     assert "Traceback" not in sent.err
     history = json.loads(repo.swamp("workflow", "history", "--json").out)
     assert history["runs"][0]["status"] == "succeeded"
+
+
+RETENTION_AS_ANOTHER_ACCOUNT = """
+import sys
+from pathlib import Path
+from swamp.store.events import EventLog
+from swamp.store.repo import RepoLayout
+log = EventLog(RepoLayout(Path(sys.argv[1])), segment_bytes=200, keep_segments=1)
+cursors = [log.append([{"event": "run_finished", "n": n, "pad": "z" * 120}])[0] for n in range(4)]
+print(log.retention_blocked[0] if log.retention_blocked else "", " ".join(cursors))
+"""
+
+
+def test_retention_that_cannot_drop_a_segment_keeps_the_events_and_says_which(tmp_path: Path) -> None:
+    """EVENT-013: another account's segment in a sticky shared folder cannot be unlinked; the
+    appends that roll past it still land, and the log names the segment it had to keep."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another account")
+    shared = Path(tempfile.mkdtemp(prefix="swamp-shared-"))
+    try:
+        shared.chmod(0o755)
+        log = EventLog(layout(shared), segment_bytes=200, keep_segments=1)
+        first = log.append([{"event": "run_finished", "pad": "y" * 300}])[0]  # root's, full
+        folder = shared / ".swamp" / "events"
+        folder.chmod(0o1777)  # shared and sticky: only a file's owner may remove it
+        (shared / ".swamp" / "locks").chmod(0o777)
+        (shared / ".swamp" / "locks" / "events.lock").chmod(0o666)
+        (root_segment,) = os.listdir(folder)
+        (folder / root_segment).chmod(0o666)  # writable by all (a team's umask 000), still root's
+        ran = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
+             RETENTION_AS_ANOTHER_ACCOUNT, str(shared)],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert ran.returncode == 0, ran.stderr
+        blocked, *cursors = ran.stdout.split()
+        assert blocked == str(folder / root_segment)
+        assert root_segment in os.listdir(folder)  # kept, not lost
+        assert len(cursors) == 4
+        read = EventLog(layout(shared), keep_segments=1).read(first, 100)
+        assert [e["cursor"] for e in read] == cursors  # every append landed, in order, no gap
+    finally:
+        subprocess.run(["rm", "-rf", str(shared)], check=False)
+
+
+def test_a_blocked_retention_is_said_once_and_the_publish_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from types import SimpleNamespace
+
+    from swamp.app.publish import append_events
+
+    log = EventLog(layout(tmp_path), segment_bytes=200, keep_segments=1)
+    real_unlink = os.unlink
+
+    def refuse(path: str, *args: object, **kwargs: object) -> None:
+        if str(path).startswith(log.folder):
+            raise PermissionError(1, "Operation not permitted", path)
+        real_unlink(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "unlink", refuse)
+    app = SimpleNamespace(events=log)
+    for n in range(5):
+        append_events(app, [{"event": "run_finished", "n": n, "pad": "y" * 250}])  # type: ignore[arg-type]
+    err = capsys.readouterr().err
+    assert err.count("swamp: warning: the event log could not drop its oldest part") == 1, err
+    assert "Operation not permitted" in err and "grows past its bound" in err
+    assert [e["n"] for e in log.read(None, 100)] == [0, 1, 2, 3, 4]  # nothing lost
+    assert not log.warned  # no append failed

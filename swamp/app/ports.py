@@ -139,6 +139,9 @@ class EventLog(Protocol):
 
     warned: bool  # a failed append was reported (app/publish.py says it once per process)
     where: str  # the log's place, as a warning names it
+    # A part of the log retention could not drop, and why (EVENT-013), and whether it was said.
+    retention_blocked: tuple[str, str] | None
+    retention_warned: bool
 
     def append(self, events: list[dict[str, Any]]) -> list[str]: ...
 

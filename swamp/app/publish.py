@@ -44,15 +44,28 @@ def append_events(app: App, changes: list[dict[str, Any]]) -> None:
             events.warned = True
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             where = getattr(exc, "filename", None) or events.where
-            message = (
+            _warn(
                 f"swamp: warning: could not append to the event log ({where}: {reason}); the run goes "
                 "on, but subscribers (swamp events, events.subscribe) miss these changes\n"
             )
-            try:
-                sys.stderr.write(message)
-                sys.stderr.flush()
-            except (OSError, ValueError):
-                pass
+        return
+    blocked = events.retention_blocked
+    if blocked and not events.retention_warned:  # EVENT-013: retention never passes over in silence
+        events.retention_warned = True
+        path, reason = blocked
+        _warn(
+            f"swamp: warning: the event log could not drop its oldest part ({path}: {reason}), so it "
+            "grows past its bound; remove that file as its owner (ls -l shows who) or give this "
+            "account write access to its folder\n"
+        )
+
+
+def _warn(message: str) -> None:
+    try:
+        sys.stderr.write(message)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _start_hooks(app: App, run: WorkflowRun, changes: list[dict[str, Any]]) -> None:

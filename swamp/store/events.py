@@ -114,6 +114,9 @@ class EventLog:
         self._hint: tuple[str, int, int, int] | None = None
         self.where = self.folder
         self.warned = False  # a failed append was reported (app/publish.py says it once)
+        # The last segment retention could not drop, and why; app/publish.py says it once.
+        self.retention_blocked: tuple[str, str] | None = None
+        self.retention_warned = False
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -197,10 +200,21 @@ class EventLog:
             return os.open(path, flags, 0o666)
 
     def _prune(self) -> None:
+        """Drops the segments past the newest `keep_segments`, oldest first. One it cannot drop
+        (another account's file in a sticky shared folder, say) costs nothing of this append: it
+        and every newer segment are kept, so what is kept stays gap-free (a reader after a cursor
+        in it misses nothing), the log grows past its bound, the segment is recorded in
+        `retention_blocked` for the caller to say, and the next rollover tries again (EVENT-013)."""
         segments = self._segments()
         for epoch, first in segments[: max(0, len(segments) - self.keep_segments)]:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._path(epoch, first))
+            path = self._path(epoch, first)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                self.retention_blocked = (path, exc.strerror or str(exc))
+                return
 
     def _last_seq(self, fd: int, first: int) -> int:
         """The sequence number of the segment's last whole line (first - 1 when it has none). A

@@ -39,6 +39,8 @@ class PgEventLog:
         self.db = db
         self.where = f"postgresql:{db.schema}/events"
         self.warned = False
+        self.retention_blocked: tuple[str, str] | None = None  # a DELETE drops what it must
+        self.retention_warned = False
 
     def append(self, events: list[dict[str, Any]]) -> list[str]:
         """Append `events` (each gains its `cursor`, first, in place) in one transaction."""
