@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from ..domain import suggested
 from ..domain.run import WorkflowRun
 from ..engine.ports import Emit
 from .context import App
@@ -48,13 +49,11 @@ def answer_commands(app: App, run: WorkflowRun, items: list[dict[str, Any]]) -> 
     commands = []
     for item in items:
         if item["kind"] == "wait":
-            commands.append(wait_command(app, run, item["waitId"], " --resume"))
+            commands.append(wait_command(app, run, item["waitId"], resume=True))
         else:
             jobs = {j.name for j, s in run.steps() if s.name == item["step"]}
-            job = f" --job {item['job']}" if len(jobs) > 1 else ""
-            commands.append(
-                f"swamp workflow approve {run.workflowName} {item['step']} --run {run.id}{job} --resume"
-            )
+            job = item["job"] if len(jobs) > 1 else None
+            commands.append(suggested.approve(run.workflowName, item["step"], run.id, job=job, resume=True))
     return commands
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..domain import suggested
 from ..domain.run import WorkflowRun
 from ..engine.ports import Emit
 from .access import change_run, resolve_run, suspended_runs
@@ -62,12 +63,10 @@ def decide(
     if approved:
         waits = [s.wait.waitId for _, s in saved.open_waits(app.clock.now()) if s.wait is not None]
         doc["openWaits"] = waits
-        doc["next"] = [
-            f"swamp workflow approve {saved.workflowName} {name} --run {saved.id}" for name in remaining
-        ]
+        doc["next"] = [suggested.approve(saved.workflowName, name, saved.id) for name in remaining]
         doc["next"] += [wait_command(app, saved, w) for w in waits]
         if not remaining and not waits:
-            doc["next"] = [f"swamp workflow resume {saved.workflowName} --run {saved.id}"]
+            doc["next"] = [suggested.resume(saved.workflowName, saved.id)]
     if outcome is not None:
         from .continuation import add_outcome
 

@@ -22,6 +22,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+from ..domain import suggested
 from ..domain.errors import ClaimTimeout, SwampError
 from ..domain.held import HeldSignal, SignalHeld, apply_held, closed_error, reserved_schema
 from ..domain.run import JobRun, StepRun, WorkflowRun, empty_payload, iso
@@ -284,7 +285,7 @@ def _already_held(
 def _raced(wait_id: str) -> SignalHeld:
     return SignalHeld(
         f"Wait {wait_id} took another early signal at the same moment; see it with: "
-        f"swamp workflow wait show {wait_id}",
+        f"{suggested.wait_show(wait_id)}",
         {"waitId": wait_id},
     )
 
@@ -307,7 +308,7 @@ def _held_result(run: WorkflowRun, job: JobRun, step: StepRun, held: HeldSignal)
         },
         "runStatus": run.status,
         "openWaits": [],
-        "next": [f"swamp workflow wait show {held.waitId}"],
+        "next": [suggested.wait_show(held.waitId)],
     }
 
 

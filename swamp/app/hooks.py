@@ -11,7 +11,6 @@ bounded, is swamp/hooks (HOOK-009..012); nothing here waits for them.
 from __future__ import annotations
 
 import json
-import shlex
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -51,6 +50,7 @@ def start_hooks(app: App, run: WorkflowRun, changes: list[dict[str, Any]]) -> No
 
 def hook_document(app: App, run: WorkflowRun, event: dict[str, Any]) -> dict[str, Any]:
     """What a hook reads on stdin about the wait of `event` (HOOK-006, HOOK-007)."""
+    from ..domain import suggested
     from ..domain.waits import example_value
 
     wait_id = event["waitId"]
@@ -76,7 +76,7 @@ def hook_document(app: App, run: WorkflowRun, event: dict[str, Any]) -> dict[str
         "deadline": wait.deadline,
         "schema": wait.schema,
         "example": example,
-        "signal": f"swamp workflow signal {wait_id} --payload {shlex.quote(payload)}",
+        "signal": suggested.signal(wait_id, payload),
     }
     if event["event"] == "wait_settled":
         document["outcome"] = event["outcome"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..domain import suggested
 from ..domain.definition import Workflow
 from ..domain.drift import definition_changes
 from ..domain.errors import (
@@ -170,7 +171,7 @@ def prepare_continue(app: App, run: WorkflowRun) -> list[tuple[str, Any]]:
         first = names[0]
         raise ApprovalPending(
             f"Step '{first}' is still awaiting approval; decide it first: "
-            f"swamp workflow approve {run.workflowName} {first} --run {run.id}",
+            f"{suggested.approve(run.workflowName, first, run.id)}",
             {"runId": run.id, "steps": names},
         )
     run.ensure_no_open_waits(now)

@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+from ..domain import suggested
 from ..domain.errors import RunNotFound, SwampError
 from ..domain.run import JobRun, StepRun, WorkflowRun, iso
 from ..domain.waits import SignalReceipt, SignalWait, WaitNotFound, check_wait_id
@@ -180,7 +181,7 @@ def _accepted(
         "signal": receipt.as_signal(),
         "runStatus": run.status,
         "openWaits": still_open,
-        "next": [f"swamp workflow resume {run.workflowName} --run {run.id}"]
+        "next": [suggested.resume(run.workflowName, run.id)]
         if not still_open
         else [wait_command(app, run, w) for w in still_open],
     }

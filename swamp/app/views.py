@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..domain import suggested
 from ..domain.run import WorkflowRun
 from .context import App
 
@@ -27,24 +28,25 @@ def payload_example(app: App, schema: Any) -> tuple[bool, Any]:
     return (False, None) if app.validation.problems(value, schema) else (True, value)
 
 
-def signal_command(app: App, wait_id: str, schema: Any, suffix: str = "") -> str:
+def signal_command(app: App, wait_id: str, schema: Any, *, resume: bool = False) -> str:
     """`swamp workflow signal <waitId> --payload '<example>'` for a wait with this schema."""
-    return signal_text(wait_id, payload_example(app, schema), suffix)
+    return signal_text(wait_id, payload_example(app, schema), resume=resume)
 
 
-def signal_text(wait_id: str, example: tuple[bool, Any], suffix: str = "") -> str:
+def signal_text(wait_id: str, example: tuple[bool, Any], *, resume: bool = False) -> str:
     """The signal command with `example` (payload_example's answer) as compact JSON, or the
-    placeholder `<json>` when there is none (WAIT-014); every `next` that signals says it so."""
+    placeholder `<json>` when there is none (WAIT-014); every `next` that signals says it so,
+    shell-quoted (CLI-027)."""
     fits, value = example
     shown = json.dumps(value, separators=(",", ":"), ensure_ascii=False) if fits else "<json>"
-    return f"swamp workflow signal {wait_id} --payload '{shown}'{suffix}"
+    return suggested.signal(wait_id, shown, resume=resume)
 
 
-def wait_command(app: App, run: WorkflowRun, wait_id: str, suffix: str = "") -> str:
+def wait_command(app: App, run: WorkflowRun, wait_id: str, *, resume: bool = False) -> str:
     """signal_command for a wait the run holds open."""
     _, step = run.find_wait(wait_id)
     assert step.wait is not None
-    return signal_command(app, wait_id, step.wait.schema, suffix)
+    return signal_command(app, wait_id, step.wait.schema, resume=resume)
 
 
 def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
@@ -64,7 +66,7 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
         for job, step in run.open_waits(now)
         if step.wait is not None
     ]
-    pick = f" --run {run.id}" if others or waits else ""
+    pick = run.id if others or waits else None
     wf = run.workflowName
     gates = [
         {
@@ -81,9 +83,9 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
         assert step.wait is not None
         commands.append(signal_command(app, step.wait.waitId, step.wait.schema))
     for gate in gates:
-        commands.append(f"swamp workflow approve {wf} {gate['stepName']}{pick}")
-        commands.append(f"swamp workflow reject {wf} {gate['stepName']}{pick}")
-    commands.append(f"swamp workflow resume {wf}{pick}")
+        commands.append(suggested.approve(wf, str(gate["stepName"]), pick))
+        commands.append(suggested.reject(wf, str(gate["stepName"]), pick))
+    commands.append(suggested.resume(wf, pick))
     return {"gates": gates, "waits": waits, "next": commands}
 
 

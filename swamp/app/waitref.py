@@ -7,6 +7,7 @@ prefix costs one listing of the wait index; a run and step cost reading that run
 
 from __future__ import annotations
 
+from ..domain import suggested
 from ..domain.errors import InvalidRequest
 from ..domain.run import JobRun, StepRun, WorkflowRun
 from ..domain.waits import MIN_WAIT_PREFIX, WaitAmbiguous, WaitNotFound, check_wait_ref
@@ -119,8 +120,7 @@ def _no_wait(run: WorkflowRun, job: str, step: str, status: str) -> WaitNotFound
         why = "the run has not reached it (pending)"
     elif status == "waiting_approval":
         why = (
-            "it is an approval gate; decide it with: "
-            f"swamp workflow approve {run.workflowName} {step} --run {run.id}"
+            f"it is an approval gate; decide it with: {suggested.approve(run.workflowName, step, run.id)}"
         )
     else:
         why = f"it is {status}"

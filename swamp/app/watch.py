@@ -21,6 +21,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
+from ..domain import suggested
 from ..domain.errors import ShuttingDown
 from ..domain.run import WorkflowRun, iso
 from ..engine.ports import Emit
@@ -85,8 +86,8 @@ def watch_run(
                     return result(app, run, "cancelled")
                 if reason is not None:
                     raise ShuttingDown(
-                        f"swamp serve is shutting down; the run goes on: watch it again with "
-                        f"swamp workflow watch {run.id}",
+                        "swamp serve is shutting down; the run goes on: watch it again with "
+                        f"{suggested.watch(run.id)}",
                         {"runIds": [run.id]},
                     )
             changes.wait(wait)

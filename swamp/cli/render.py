@@ -8,6 +8,7 @@ import time
 from collections import deque
 from typing import Any
 
+from ..domain import suggested
 from .output import out, stdout, style
 
 ICONS = {
@@ -298,7 +299,7 @@ def resume_hint(doc: dict[str, Any]) -> str | None:
     if first is None:
         return None
     name = first.get("forEachTemplate") or first["name"]
-    return f"swamp workflow resume {doc['workflowName']} --run {doc['id']} --from {name}"
+    return suggested.resume(doc["workflowName"], doc["id"], from_step=name)
 
 
 def definition_note(doc: dict[str, Any]) -> None:

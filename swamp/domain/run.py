@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from . import suggested
 from .approvals import APPROVAL_TIMEOUT, REJECTED, ApprovalDecision, ApprovalGate
 from .changes import RunState
 from .deadlines import deadline_after
@@ -874,7 +875,7 @@ class WorkflowRun:
             raise WaitNotFound(
                 f"Wait {wait_id} is reserved, but step '{reserved[1].name}' has not opened it "
                 f"({reserved[1].status}); reject it once it is open, or cancel the run: "
-                f"swamp workflow cancel {self.workflowName} --run {self.id}",
+                f"{suggested.cancel(self.workflowName, self.id)}",
                 {
                     "waitId": wait_id,
                     "runId": self.id,
