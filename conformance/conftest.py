@@ -107,6 +107,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "exit fails the scenario (e.g. --env-hook scripts/pg-scenario-env)",
     )
     group.addoption(
+        "--reuse-init",
+        action="store_true",
+        default=False,
+        help="run `repo init .` once per distinct environment and copy the tree it made to every "
+        "later scenario with that environment (FORMAT.md §4: only for an implementation whose "
+        "repo init makes the same tree wherever it runs)",
+    )
+    group.addoption(
         "--results-json",
         default=None,
         metavar="PATH",
@@ -324,6 +332,7 @@ class ScenarioItem(pytest.Item):
             schemas,
             display_path=self.nodeid.split("::")[0],
             env_hook=resolve_env_hook(self.config),
+            reuse_init=bool(self.config.getoption("reuse_init", default=False)),
         )
         try:
             run.run()

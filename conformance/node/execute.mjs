@@ -9,6 +9,7 @@ import { dumpJson, isJsonObject, parseJson } from './json.mjs';
 import { glob, listing } from './glob.mjs';
 import { match, matchFrames, ScenarioError, substitute } from './matching.mjs';
 import { baseEnv, DEFAULT_USER, osAccount, runProcess, StartError } from './process.mjs';
+import { copyInto, initKey, keep } from './reuse_init.mjs';
 import { rawText, repoPath } from './scenario.mjs';
 import { Session, SessionFailure } from './session.mjs';
 import { g, pyDumps, pyRepr, shlexJoin, shlexQuote, short } from './text.mjs';
@@ -50,7 +51,8 @@ export function sentDigest(record, workdir) {
 }
 
 export class ScenarioRun {
-  constructor(scenario, impl, workdir, documents, displayPath, envHook = null) {
+  constructor(scenario, impl, workdir, documents, displayPath, envHook = null, reuseInit = false) {
+    this.reuseInit = reuseInit;
     this.scenario = scenario;
     this.envHook = envHook;
     this.hookEnv = {}; // what --env-hook printed for this scenario
@@ -77,13 +79,19 @@ export class ScenarioRun {
         throw new ScenarioFailure(`env hook: ${err.message}\n  scenario: ${this.scenario.id} (${this.displayPath})\nnothing of the scenario ran`);
       }
     }
-    if (this.scenario.init) {
-      const result = await this.invoke(['repo', 'init', '.'], {}, null, '', null);
-      if (result.timedOut || result.returncode !== 0) this.fail('init (`repo init .`)', [exitProblem(result, 'exit code 0')], result);
-    }
+    if (this.scenario.init) await this.initRepo();
     this.recordWrite('files', this.placeholderSub(this.scenario.files, 'files'));
     this.write(this.sub(this.scenario.files, 'files'), 'files');
     for (const step of this.scenario.steps) await this.step(step);
+  }
+
+  async initRepo() {
+    const [argv, env] = this.command(['repo', 'init', '.'], {}, null);
+    const key = initKey(argv, env, this.home);
+    if (this.reuseInit && copyInto(key, this.repo)) return;
+    const result = await this.invoke(['repo', 'init', '.'], {}, null, '', null);
+    if (result.timedOut || result.returncode !== 0) this.fail('init (`repo init .`)', [exitProblem(result, 'exit code 0')], result);
+    if (this.reuseInit) keep(key, this.repo);
   }
 
   step(step) {

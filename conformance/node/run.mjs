@@ -5,7 +5,10 @@
 //
 //   node conformance/node/run.mjs --impl "<command>" [--features core,serve] [--jobs N]
 //        [--results-json PATH] [--id ID] [--folder DIR] [--exclude ID-OR-DIR] [--filter TEXT]
-//        [--include-selftest] [--scenarios PATH] [--env-hook CMD]
+//        [--include-selftest] [--scenarios PATH] [--env-hook CMD] [--reuse-init]
+//
+// --reuse-init: `repo init .` once per distinct environment, its tree copied to the later scenarios
+// (FORMAT.md §4; only for an implementation whose repo init makes the same tree wherever it runs).
 //
 // Exit status: 0 every scenario run passed, 1 some failed, 2 a broken scenario or a usage error.
 
@@ -27,7 +30,7 @@ const SELFTEST_DIR = '_selftest';
 const USAGE = `usage: node conformance/node/run.mjs --impl "<command>" [--features core,serve] [--jobs N]
        [--results-json PATH] [--id ID] [--folder DIR] [--exclude ID-OR-DIR] [--filter TEXT]
        [--include-selftest] [--scenarios PATH]
-       [--schemas DIR] [--frame-schema PATH] [--keep] [--python-regex] [--env-hook CMD]`;
+       [--schemas DIR] [--frame-schema PATH] [--keep] [--python-regex] [--env-hook CMD] [--reuse-init]`;
 // Features selected only when --features names them: the run store being PostgreSQL is a property of
 // how the implementation is set up for the run (--env-hook), not of the implementation.
 export const OPT_IN_FEATURES = ['postgresql-store'];
@@ -70,7 +73,7 @@ export function parseArgs(argv) {
   const options = {
     impl: null, features: null, jobs: 2, resultsJson: null, filter: [], ids: [], folders: [], excludes: [], includeSelftest: false,
     scenarios: path.join(CONFORMANCE, 'scenarios.json'), schemas: path.join(ROOT, 'spec', 'schemas'),
-    frameSchema: null, keep: false, pythonRegex: false, envHook: null,
+    frameSchema: null, keep: false, pythonRegex: false, envHook: null, reuseInit: false,
   };
   const valued = { '--impl': 'impl', '--features': 'features', '--jobs': 'jobs', '--results-json': 'resultsJson', '--filter': 'filter', '--id': 'ids', '--folder': 'folders', '--exclude': 'excludes', '--scenarios': 'scenarios', '--schemas': 'schemas', '--frame-schema': 'frameSchema', '--env-hook': 'envHook' };
   for (let i = 0; i < argv.length; i += 1) {
@@ -86,6 +89,7 @@ export function parseArgs(argv) {
       process.exit(0);
     } else if (word === '--include-selftest') options.includeSelftest = true;
     else if (word === '--keep') options.keep = true;
+    else if (word === '--reuse-init') options.reuseInit = true;
     else if (word === '--python-regex') options.pythonRegex = true;
     else if (word in valued) {
       if (value === undefined) {
@@ -271,7 +275,7 @@ export async function main(argv) {
     const workdir = path.join(root, `${scenario.id.slice(0, 40)}-${counter}`);
     const display = `conformance/scenarios/${scenario.file}`;
     let outcome = 'passed';
-    const execution = new ScenarioRun(scenario, impl, workdir, documents, display, envHook);
+    const execution = new ScenarioRun(scenario, impl, workdir, documents, display, envHook, options.reuseInit);
     try {
       await execution.run();
     } catch (err) {

@@ -18,6 +18,7 @@ from typing import Any
 from .envhook import EnvHookFailure, run_env_hook
 from .globbing import glob
 from .matching import json_text, match, match_frames, short, substitute
+from .reuse_init import TEMPLATES
 from .scenario import Scenario, Step, raw_text, repo_path
 from .schemas import Schemas
 from .session import Session, SessionFailure
@@ -158,8 +159,10 @@ class ScenarioRun:
         *,
         display_path: str | None = None,
         env_hook: list[str] | None = None,
+        reuse_init: bool = False,
     ) -> None:
         self.scenario = scenario
+        self.reuse_init = reuse_init
         self.env_hook = env_hook
         self.hook_env: dict[str, str] = {}  # what --env-hook printed for this scenario
         self.impl = impl
@@ -191,13 +194,22 @@ class ScenarioRun:
                     "nothing of the scenario ran"
                 ) from None
         if self.scenario.init:
-            result = self._invoke(["repo", "init", "."], {}, None, "", None)
-            if result.timed_out or result.returncode != 0:
-                self._fail("init (`repo init .`)", [_exit_problem(result, "exit code 0")], result)
+            self._init_repo()
         self._record_write("files", self.placeholder_sub(self.scenario.files, "files"))
         self._write(self._sub(self.scenario.files, "files"), "files")
         for step in self.scenario.steps:
             getattr(self, f"_step_{step.kind}")(step)
+
+    def _init_repo(self) -> None:
+        argv, env = self._command(["repo", "init", "."], {}, None)
+        key = TEMPLATES.key(argv, env, self.home)
+        if self.reuse_init and TEMPLATES.copy_into(key, self.repo):
+            return
+        result = run_process(argv, self.repo, env, "", DEFAULT_TIMEOUT)
+        if result.timed_out or result.returncode != 0:
+            self._fail("init (`repo init .`)", [_exit_problem(result, "exit code 0")], result)
+        if self.reuse_init:
+            TEMPLATES.keep(key, self.repo)
 
     def _sub(self, value: Any, where: str) -> Any:
         return substitute(value, self.captures, where)

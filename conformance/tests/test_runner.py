@@ -781,3 +781,40 @@ def test_results_record_a_digest_of_what_each_step_sent(suite, tmp_path):
     # the Node runner's sentDigest gives this for the same record (conformance/node/test/units.test.mjs)
     record = ["run", ["debug", "/w/x/repo", "é\u2028"], [["A", "1"], ["B", None]], None, "in\n"]
     assert sent_digest(record, "/w/x") == "a4d88cbf6e7935a16144121ab20722c263bdc809a8d59032c077081db21d678c"
+
+
+INIT_COUNTING_IMPL = """\
+import os, sys
+if sys.argv[1:3] == ["repo", "init"]:
+    open({log!r}, "a").write("init\\n")
+    os.makedirs(".swamp/index", exist_ok=True)
+    open(".swamp.yaml", "w").write("version: 1\\n")
+    os.chmod(".swamp.yaml", 0o640)
+print("{{}}")
+"""
+
+
+def test_reuse_init_runs_repo_init_once_per_environment_and_copies_its_tree(suite):
+    """--reuse-init (FORMAT.md §4): scenarios with the same environment share one `repo init`,
+    each getting its tree (modes kept); a scenario with another env runs its own."""
+    log = suite.path / "inits.log"
+    impl = suite.path / "init_impl.py"
+    impl.write_text(INIT_COUNTING_IMPL.format(log=str(log)))
+    body = """\
+        id: {id}
+        title: t
+        requirements: [REPO-001]
+        features: [core]
+        {env}
+        steps:
+          - files:
+              - {{path: .swamp.yaml, text: "version: 1\\n", mode: "0640"}}
+              - {{path: .swamp/index}}
+        """
+    for n, env in enumerate(["", "", 'env: {SWAMP_NOW: "2026-01-01T00:00:00Z"}']):
+        scenario(suite, f"init{n}.yaml", body.format(id=f"init-{n}", env=env))
+    run(suite, command(impl), "--reuse-init").assert_outcomes(passed=3)
+    assert log.read_text().count("init") == 2
+    log.unlink()
+    run(suite, command(impl)).assert_outcomes(passed=3)
+    assert log.read_text().count("init") == 3
