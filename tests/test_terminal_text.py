@@ -29,7 +29,9 @@ def test_shown_escapes_c0_del_c1_and_undecodable_bytes_but_keeps_tab_and_newline
     assert shown("ünï ✓ \u2028") == "ünï ✓ \u2028"  # printable Unicode stays as it is
     assert shown(shown("\x1b")) == shown("\x1b")  # idempotent: shown twice is shown once
     assert one_line("a\nb\x1b") == "a\\nb\\x1b"
-    assert shown_doc({"k\x1b": ["v\x07", 1, None, {"n": "\r"}]}) == {"k\\x1b": ["v\\x07", 1, None, {"n": "\\x0d"}]}
+    assert shown_doc({"k\x1b": ["v\x07", 1, None, {"n": "\r"}]}) == {
+        "k\\x1b": ["v\\x07", 1, None, {"n": "\\x0d"}]
+    }
 
 
 def test_the_last_guard_lets_only_swamps_own_colour_through_and_only_with_colour():
@@ -87,7 +89,12 @@ def test_a_line_planted_in_the_journal_is_shown_escaped_by_watch(repo):
         with journal.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"seq": last + 1, "event": planted}) + "\n")
         answer = repo.swamp(
-            "workflow", "signal", run["waits"][0]["waitId"], "--payload", '{"ok\\u001b[2J": true}', "--resume",
+            "workflow",
+            "signal",
+            run["waits"][0]["waitId"],
+            "--payload",
+            '{"ok\\u001b[2J": true}',
+            "--resume",
             env=NOW,
         )
         assert answer.code == 0, answer

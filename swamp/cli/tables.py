@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .output import color_enabled, out, stdout, style
 from . import terminal_text
+from .output import color_enabled, out, stdout, style
 
 # Cells read as a unit: never cut, never wrapped (a column of them may be left out).
 _WHOLE_CELL = re.compile(
