@@ -11,7 +11,7 @@ import re
 import subprocess
 
 import pytest
-from helpers import SWAMP, clean_env, job, make_repo, sh
+from helpers import SWAMP, clean_env, job, make_repo, run_swamp, sh
 from terminal import Terminal
 
 from swamp.cli.terminal_text import one_line, own_line, shown, shown_doc
@@ -151,3 +151,21 @@ def test_an_input_that_is_not_utf8_is_a_usage_error_that_says_what_to_do(repo, v
             assert done.stdout == b"" and "(usage_error)" in text
         assert "not UTF-8 text (byte 0xff" in text and "convert the value to UTF-8" in text
         assert "\\xff" in text and "internal_error" not in text
+
+
+@pytest.mark.cli
+def test_completion_escapes_descriptions_and_offers_no_name_holding_a_control_character(repo):
+    run = suspended(repo)
+
+    def zsh(words: str) -> list[str]:
+        env = {**NOW, "_SWAMP_COMPLETE": "zsh_complete", "COMP_WORDS": words, "COMP_CWORD": "3"}
+        return run_swamp(cwd=repo.root, env=env).out.splitlines()
+
+    # zsh prints each candidate's description: the wait's step names come from the workflow file
+    offered = zsh("swamp workflow signal w")
+    assert run["waits"][0]["waitId"] in offered
+    assert "asks main\\x1b[H.review\\x1b]0;title\\x07" in offered
+    assert not any(RAW.search(line) for line in offered), offered
+    repo.write_workflow("bad\x1b]0;t\x07name", [job("main", sh("s", "true"))])
+    offered = zsh("swamp workflow run b")
+    assert not any(RAW.search(line) for line in offered), offered
