@@ -14,7 +14,7 @@ import pytest
 from helpers import SWAMP, clean_env, job, make_repo, run_swamp, sh
 from terminal import Terminal
 
-from swamp.cli.terminal_text import one_line, own_line, shown, shown_doc
+from swamp.cli.terminal_text import own_line, shown, shown_doc
 
 NOW = {"SWAMP_NOW": "2026-01-01T00:00:00Z"}
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # what must never reach the terminal from a run
@@ -28,7 +28,6 @@ def test_shown_escapes_c0_del_c1_and_undecodable_bytes_but_keeps_tab_and_newline
     assert shown("lone \ud800") == "lone \\ud800"
     assert shown("ünï ✓ \u2028") == "ünï ✓ \u2028"  # printable Unicode stays as it is
     assert shown(shown("\x1b")) == shown("\x1b")  # idempotent: shown twice is shown once
-    assert one_line("a\nb\x1b") == "a\\nb\\x1b"
     assert shown_doc({"k\x1b": ["v\x07", 1, None, {"n": "\r"}]}) == {
         "k\\x1b": ["v\\x07", 1, None, {"n": "\\x0d"}]
     }

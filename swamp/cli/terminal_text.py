@@ -53,12 +53,6 @@ def exact(render: _F) -> _F:
     return render
 
 
-def one_line(text: object) -> str:
-    """As `shown`, and a newline shown as `\\n` too: for a value printed inside one line (a name,
-    an ID), where a newline would start a line that looks like swamp's own."""
-    return shown(text).replace("\n", "\\n")
-
-
 def own_line(line: str, colour: bool) -> str:
     """The last guard, for a whole line swamp is about to print: with `colour`, swamp's own SGR
     styling passes and any other control character is escaped; without, every one is."""
