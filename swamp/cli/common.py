@@ -135,7 +135,11 @@ def _answer(
     if use_json:
         print_json(data)
     else:
-        render(data)
+        from .terminal_text import shown_doc
+
+        # CLI-030: a renderer gets the document with every string's control characters shown as
+        # escapes, unless it prints values as JSON and shows the rest itself (terminal_text.exact).
+        render(data if getattr(render, "exact", False) else shown_doc(data))
     # Stopped by a signal: 130 or 143 whatever the run's status (CLI-006), after the run is shown.
     code = (interruption.exit_code if interruption is not None else None) or exit_code(data)
     if code:

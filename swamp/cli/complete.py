@@ -22,13 +22,17 @@ SHELLS = ("bash", "zsh", "fish")
 def _candidates(
     ctx: click.Context, request: str, payload: dict[str, Any], pick: Callable[[dict[str, Any]], Any]
 ) -> list[tuple[str, str]]:
-    """(value, help) pairs from one request, or none at all if anything goes wrong."""
+    """(value, help) pairs from one request, or none at all if anything goes wrong. The shell
+    prints them at the terminal (CLI-030): a help is shown with its control characters escaped,
+    and a value holding one is not offered (escaped, it would not be the value)."""
     try:
         from ..protocol.requests import handle
+        from .terminal_text import shown
 
         directory = ctx.params.get("repo_dir") or ctx.find_root().params.get("repo_dir")
         data = handle(request, {**payload, **({"repoDir": directory} if directory else {})})
-        return [(str(value), str(about)) for value, about in pick(data)]
+        pairs = [(str(value), shown(about)) for value, about in pick(data)]
+        return [(value, about) for value, about in pairs if shown(value) == value]
     except Exception:  # completion never fails and never prints a traceback
         return []
 

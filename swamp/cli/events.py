@@ -13,6 +13,7 @@ from ..app.events import KINDS
 from ..domain.errors import SwampError
 from .common import _as_json, _finite, _repo_dir, click, output_options
 from .output import err, out, print_error, print_json, style
+from .terminal_text import shown, shown_doc
 
 
 @click.command("events")
@@ -102,7 +103,7 @@ def events(
         if use_json:
             print_json({"events": seen, "cursor": cursor, "outcome": "cancelled"})
         elif cursor:
-            err(f"Stopped. Go on from here with: swamp events --after {cursor}")
+            err(f"Stopped. Go on from here with: swamp events --after {shown(cursor)}")
         ctx.exit(130)
     if use_json:
         print_json({"events": seen, **data})
@@ -111,6 +112,7 @@ def events(
 
 
 def show_event(event: dict[str, Any]) -> None:
+    event = shown_doc(event)  # CLI-030: events carry names, descriptions and reasons from runs
     kind = event.get("event")
     at = event.get("at", "")
     where = f"{event.get('workflow')} run {event.get('runId')}"

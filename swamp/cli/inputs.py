@@ -30,6 +30,24 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _utf8(pair: str) -> None:
+    """INPUT-016: an argument that was not UTF-8 reaches Python with its bad bytes as lone
+    surrogates (surrogateescape); refuse it here, where the person can be told what to do, rather
+    than fail on it deep in a save."""
+    try:
+        pair.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        from .terminal_text import shown
+
+        bad = pair[exc.start]
+        byte = f"byte 0x{ord(bad) - 0xDC00:02x}" if 0xDC80 <= ord(bad) <= 0xDCFF else "a character"
+        raise UsageError(
+            f"--input {shown(pair)} is not UTF-8 text ({byte} at character {exc.start + 1}); "
+            "inputs are Unicode text: convert the value to UTF-8 (iconv -f latin1 -t utf-8), or "
+            "give binary data base64-encoded"
+        ) from None
+
+
 def parse_inputs(pairs: tuple[str, ...], input_file: str | None) -> dict[str, Any]:
     result: dict[str, Any] = {}
     if input_file:
@@ -44,6 +62,7 @@ def parse_inputs(pairs: tuple[str, ...], input_file: str | None) -> dict[str, An
         result = loaded
     given: dict[str, Any] = {}
     for pair in pairs:
+        _utf8(pair)
         if "=" not in pair:
             if pair.strip().startswith("{"):
                 try:

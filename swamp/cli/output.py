@@ -8,6 +8,7 @@ import sys
 from typing import Any, TextIO
 
 from ..domain.errors import SwampError
+from .terminal_text import own_line, shown
 
 
 def color_enabled(stream: Any = None) -> bool:
@@ -28,7 +29,9 @@ def color_enabled(stream: Any = None) -> bool:
 def style(
     text: str, color: str | None = None, bold: bool = False, dim: bool = False, stream: Any = None
 ) -> str:
-    """`text` in ANSI colour when `stream` (default: stdout) gets colour (color_enabled)."""
+    """`text` in ANSI colour when `stream` (default: stdout) gets colour (color_enabled); its
+    control characters shown as escapes (terminal_text.shown) either way."""
+    text = shown(text)
     if not color_enabled(stream):
         return text
     codes = []
@@ -64,13 +67,16 @@ def stdout() -> TextIO:
 
 
 def out(line: str = "") -> None:
+    """One log-mode line on stdout. Callers show what came from a run with terminal_text.shown;
+    this is the last guard (CLI-030): no control sequence but swamp's own colours gets through."""
     stream = stdout()
-    stream.write(line + "\n")
+    stream.write(own_line(line, color_enabled(stream)) + "\n")
     stream.flush()
 
 
 def err(line: str = "") -> None:
-    sys.stderr.write(line + "\n")
+    """One log-mode line on stderr, guarded as `out` is."""
+    sys.stderr.write(own_line(line, color_enabled(sys.stderr)) + "\n")
     sys.stderr.flush()
 
 
@@ -84,7 +90,7 @@ def print_error(error: SwampError, as_json: bool) -> None:
     if as_json:
         print_json({"error": error.to_dict()})
         return
-    err(style("Error: ", "red", bold=True, stream=sys.stderr) + error.message)
+    err(style("Error: ", "red", bold=True, stream=sys.stderr) + shown(error.message))
     for key in ("problems", "errors"):
         items = error.details.get(key)
         if isinstance(items, list) and len(items) > 1:
@@ -92,5 +98,5 @@ def print_error(error: SwampError, as_json: bool) -> None:
                 text = (
                     f"{item.get('pointer') or '/'}: {item.get('message')}" if isinstance(item, dict) else item
                 )
-                err(f"  - {text}")
+                err(f"  - {shown(text)}")
     err(style(f"  ({error.code})", dim=True, stream=sys.stderr))

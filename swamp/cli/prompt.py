@@ -22,6 +22,7 @@ from typing import Any
 
 from ..domain.inputs import InputValidationService
 from .output import out, stdout, style
+from .terminal_text import shown, shown_doc
 
 SCHEMA_SHOWN = 300  # characters of a schema shown above a JSON field (wait show shows it whole)
 MAX_DEPTH = 3  # nested objects asked field by field down to this depth; deeper ones as JSON
@@ -38,14 +39,15 @@ def ask_payload(wait: dict[str, Any]) -> bytes:
     `--payload`. Raises KeyboardInterrupt or EOFError when cancelled, Declined when refused."""
     schema = wait.get("schema")
     checker = InputValidationService()
-    step = f"{wait.get('jobName')}.{wait.get('stepName')}"
+    about = shown_doc(wait)  # CLI-030: what is printed of the wait; the schema itself stays exact
+    step = f"{about.get('jobName')}.{about.get('stepName')}"
     out(
-        f"Wait {style(str(wait.get('waitId')), bold=True)}: step {step} "
-        f"of {wait.get('workflowName')} (run {wait.get('runId')})"
+        f"Wait {style(str(about.get('waitId')), bold=True)}: step {step} "
+        f"of {about.get('workflowName')} (run {about.get('runId')})"
     )
-    if wait.get("description"):
-        out(f"  {wait['description']}")
-    out(f"  deadline {wait.get('deadline')}")
+    if about.get("description"):
+        out(f"  {about['description']}")
+    out(f"  deadline {about.get('deadline')}")
     out(style("Enter the payload; Ctrl-C cancels, nothing is sent before you confirm.", dim=True))
     value = _Asker(checker).value(schema, "payload", required=True, depth=0)
     while True:
@@ -54,13 +56,13 @@ def ask_payload(wait: dict[str, Any]) -> bytes:
             break
         out(style("That payload does not fit the wait's schema:", "red"))
         for problem in problems:
-            out(f"  - {problem}")
+            out(f"  - {shown(problem)}")
         value = _Asker(checker).raw_json(schema, "payload", required=True)
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     out("Payload:")
     for line in json.dumps(value, ensure_ascii=False, indent=2).splitlines():
-        out(f"  {line}")
-    answer = _ask(f"Send it to {wait.get('waitId')}? [y/N] ").strip().lower()
+        out(f"  {shown(line)}")
+    answer = _ask(f"Send it to {about.get('waitId')}? [y/N] ").strip().lower()
     if answer not in ("y", "yes"):
         raise Declined()
     return text.encode("utf-8")
@@ -73,7 +75,7 @@ def _ask(prompt: str) -> str:
     would leave `input()` blocked in its read with the interrupt pending. Waiting in `select` with
     a short timeout lets a pending Ctrl-C be raised within a quarter of a second."""
     out_stream = stdout()
-    out_stream.write(prompt)
+    out_stream.write(shown(prompt))
     out_stream.flush()
     while not select.select([sys.stdin], [], [], 0.25)[0]:
         pass
@@ -129,7 +131,7 @@ class _Asker:
             return self.raw_json(schema, name, required=required)
         assert isinstance(schema, dict)
         if kind == "const":
-            out(f"{name}: {json.dumps(schema['const'], ensure_ascii=False)} (the only value allowed)")
+            out(f"{name}: {shown(json.dumps(schema['const'], ensure_ascii=False))} (the only value allowed)")
             return schema["const"]
         if kind == "null":
             return None
@@ -143,20 +145,21 @@ class _Asker:
         properties: dict[str, Any] = schema["properties"]
         required = [key for key in schema.get("required") or [] if key in properties]
         optional = [key for key in properties if key not in required]
-        prefix = "" if depth == 0 else f"{name}."
+        prefix = "" if depth == 0 else f"{name}."  # `name` is for people: shown (CLI-030)
         result: dict[str, Any] = {}
         for key in [*required, *optional]:
-            value = self.value(properties[key], prefix + key, required=key in required, depth=depth + 1)
+            label = prefix + shown(key)
+            value = self.value(properties[key], label, required=key in required, depth=depth + 1)
             if value is not _SKIP:
                 result[key] = value
         return result
 
     def choice(self, schema: dict[str, Any], name: str, *, required: bool) -> Any:
         options = list(schema["enum"])
-        shown = [o if isinstance(o, str) else json.dumps(o, ensure_ascii=False) for o in options]
+        labels = [o if isinstance(o, str) else json.dumps(o, ensure_ascii=False) for o in options]
         out(f"{name}:")
-        for number, label in enumerate(shown, 1):
-            out(f"  {number}) {label}")
+        for number, label in enumerate(labels, 1):
+            out(f"  {number}) {shown(label)}")
         hint = f"[1-{len(options)}]" + ("" if required else ", Enter to skip")
         while True:
             text = _ask(f"{name} {hint}: ").strip()
@@ -164,8 +167,8 @@ class _Asker:
                 return _SKIP
             if text.isdigit() and 1 <= int(text) <= len(options):
                 return options[int(text) - 1]
-            if text in shown:
-                return options[shown.index(text)]
+            if text in labels:
+                return options[labels.index(text)]
             out(style(f"  choose a number from 1 to {len(options)}", "red"))
 
     def typed(self, schema: dict[str, Any], kind: str, name: str, *, required: bool) -> Any:
@@ -175,7 +178,7 @@ class _Asker:
             f" (optional, {_describe(schema, kind)}; Enter to skip)"
             if not required
             else f" ({_describe(schema, kind)}"
-            + (f"; Enter for {json.dumps(default, ensure_ascii=False)}" if has_default else "")
+            + (f"; Enter for {shown(json.dumps(default, ensure_ascii=False))}" if has_default else "")
             + ")"
         )
         while True:
@@ -195,10 +198,11 @@ class _Asker:
                 if not problems:
                     return parsed
                 problem = "; ".join(p.lstrip("/: ") for p in problems)
-            out(style(f"  {problem}", "red"))
+            out(style(f"  {problem}", "red"))  # style shows it
 
     def raw_json(self, schema: Any, name: str, *, required: bool) -> Any:
         about = json.dumps(schema, ensure_ascii=False) if schema not in (None, {}, True) else "any JSON value"
+        about = shown(about)
         if len(about) > SCHEMA_SHOWN:
             about = about[: SCHEMA_SHOWN - 1] + "…"
         what = "the payload" if name == "payload" else name

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..domain import suggested
 from .output import out, stdout, style
+from .terminal_text import shown, shown_doc
 
 ICONS = {
     "pending": "○",
@@ -89,6 +90,7 @@ class RunProgress:
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
+        event = shown_doc(event)  # CLI-030: names, output lines and errors come from the run
         job = event.get("job", "")
         step = event.get("step", "")
         key = (str(job), str(step))
@@ -212,7 +214,7 @@ class AnswerProgress(RunProgress):
     def __call__(self, event: dict[str, Any]) -> None:
         if self._headline is not None:
             run_id = event.get("runId")
-            which = f"run {run_id} of {event.get('workflow')}" if run_id else "the run"
+            which = f"run {shown(run_id)} of {shown(event.get('workflow'))}" if run_id else "the run"
             out(f"{style(self._headline, 'green')}; continuing {which}")
             self._headline = None
         super().__call__(event)
@@ -220,6 +222,7 @@ class AnswerProgress(RunProgress):
 
 def still_open(data: dict[str, Any]) -> None:
     """What keeps a run suspended after an answer with --resume (the result's `stillOpen`)."""
+    data = shown_doc(data)  # CLI-030, as in every renderer of a document
     items = data.get("stillOpen") or []
     if not items:
         out(
@@ -236,6 +239,7 @@ def still_open(data: dict[str, Any]) -> None:
 
 
 def run_outcome(doc: dict[str, Any]) -> None:
+    doc = shown_doc(doc)
     status = doc["status"]
     name = doc["workflowName"]
     took = duration(doc.get("durationMs"))
@@ -315,10 +319,12 @@ def definition_note(doc: dict[str, Any]) -> None:
 
 
 def run_tree(doc: dict[str, Any]) -> None:
+    inputs = doc.get("inputs")  # printed as Python shows a dict: its strings already escaped
+    doc = shown_doc(doc)
     took = duration(doc.get("durationMs"))
     out(f"Workflow: {style(doc['workflowName'], bold=True)} (run {doc['id']})")
-    if doc.get("inputs"):
-        out(f"  inputs: {doc['inputs']}")
+    if inputs:
+        out(f"  inputs: {inputs}")
     for job in doc.get("jobs", []):
         out(f"  {ICONS.get(job['status'], '?')} {job['name']} {duration(job.get('durationMs'))}".rstrip())
         for step in job.get("steps", []):
@@ -354,6 +360,7 @@ HOOK_STDERR_LINES = 3  # of a hook's recorded stderr, shown under its audit line
 def hook_lines(entry: dict[str, Any], indent: str) -> None:
     """A hook's audit entry (HOOK-011): when, which hook, for which wait, how it ended, and the
     last lines of its stderr when it did not end well."""
+    entry = shown_doc(entry)
     code = entry.get("code")
     if code == "ok":
         how = "exit 0"
@@ -383,4 +390,4 @@ def stderr_tail(outputs: Any) -> list[str]:
 def who(account: object, doc: dict[str, Any]) -> str:
     """An account, and whom it said it acted for (SWAMP_ACTOR), if anyone: `root (for alice)`."""
     behalf = doc.get("onBehalfOf")
-    return f"{account} (for {behalf})" if behalf else str(account)
+    return shown(f"{account} (for {behalf})" if behalf else account)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import terminal_text
 from .output import color_enabled, out, stdout, style
 
 # Cells read as a unit: never cut, never wrapped (a column of them may be left out).
@@ -35,6 +36,7 @@ def table(
     if that is not enough, the columns named in `drop` are left out, in that order, and a last line
     says which and that `--wide` shows them."""
     cells = [[" ".join(str(c).split()) if _BREAKS.search(str(c)) else str(c) for c in row] for row in rows]
+    cells = [[terminal_text.shown(c) for c in row] for row in cells]  # CLI-030
     stream = stdout()
     if wide or not stream.isatty():
         _plain(cells, headers, [len(h) for h in headers], len)

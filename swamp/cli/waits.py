@@ -402,7 +402,11 @@ def workflow_wait_show(
     """
     import json
 
-    def render(data: dict[str, Any]) -> None:
+    from .terminal_text import exact, shown, shown_doc
+
+    @exact  # schema and payload are printed as JSON of the exact values, then shown (CLI-030)
+    def render(exactly: dict[str, Any]) -> None:
+        data = shown_doc(exactly)
         out(f"Wait {style(data['waitId'], bold=True)}: {data['status']}")
         out(
             f"  workflow {data['workflowName']}, run {data['runId']}, "
@@ -416,7 +420,7 @@ def workflow_wait_show(
             out(f"  reserved: step {data['stepName']} has not opened it yet ({data['stepStatus']})")
         else:
             out(f"  closed: step {data['stepName']} is {data['stepStatus']}, run {data['runStatus']}")
-        out("  schema: " + json.dumps(data["schema"], ensure_ascii=False))
+        out("  schema: " + shown(json.dumps(exactly["schema"], ensure_ascii=False)))
         if data.get("held"):
             held = data["held"]
             out(f"  holds early signal {held['signalId']} (held at {held['heldAt']}): applied at open")
@@ -429,7 +433,7 @@ def workflow_wait_show(
 
             sender = who(receipt["submittedBy"], receipt)
             out(f"  received {receipt['id']} at {receipt['receivedAt']} from {sender}")
-            out("  payload: " + json.dumps(data.get("payload"), ensure_ascii=False))
+            out("  payload: " + shown(json.dumps(exactly.get("payload"), ensure_ascii=False)))
         if data.get("hooks"):
             from .render import hook_lines
 

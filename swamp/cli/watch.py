@@ -11,6 +11,7 @@ from typing import Any
 from ..domain.errors import EXIT_FAILED
 from .common import call, click, output_options
 from .output import out, style
+from .terminal_text import shown, shown_doc
 
 EXIT_WATCH_TIMEOUT = 4
 
@@ -70,7 +71,7 @@ def workflow_watch(
     except KeyboardInterrupt:  # Ctrl-C stops the watching, never the run
         from .output import err
 
-        err(f"Stopped watching; the run goes on. Watch it again with: swamp workflow watch {run}")
+        err(f"Stopped watching; the run goes on. Watch it again with: swamp workflow watch {shown(run)}")
         ctx.exit(130)
 
 
@@ -96,6 +97,7 @@ class WatchProgress:
     def __call__(self, event: dict[str, Any]) -> None:
         from .render import status_text
 
+        event = shown_doc(event)  # CLI-030: the journal's lines are anyone's text
         kind = event.get("event")
         first, self._first = self._first, False
         if kind == "run_status":
@@ -135,6 +137,7 @@ class WatchProgress:
 def watch_outcome(doc: dict[str, Any]) -> None:
     from .render import run_outcome, status_text
 
+    doc = shown_doc(doc)
     outcome = doc.get("watch", {}).get("outcome")
     if outcome == "timeout":
         out()
