@@ -128,7 +128,8 @@ class Conninfo:
                 found.add(raw_password)
                 found.update(v for k, v in pairs if unquote(k) == "password")
         elif password is None and self.parsed is None:
-            found.update(m.group(1) for m in re.finditer(r"password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", self.address))
+            keyword = re.finditer(r"password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", self.address)
+            found.update(m.group(1) for m in keyword)
         spelt = set(found) | {unquote(s) for s in found}
         return sorted((s for s in spelt if s), key=len, reverse=True)
 
@@ -147,3 +148,16 @@ class Conninfo:
         for secret in self.secrets:
             text = text.replace(secret, HIDDEN)
         return text
+
+
+def refuse_password_setting(address: str) -> None:
+    """`store:` in .swamp.yaml holding a password in any spelling libpq reads (`passwor%64=`, a
+    URL's `user:password@`, a `password` keyword after a tab) is settings_invalid (STORE-002)."""
+    from ...domain.settings import SettingsInvalid
+
+    if Conninfo(address).has_password:
+        raise SettingsInvalid(
+            ".swamp.yaml: store holds a password (libpq reads one from it); remove it, and put it in "
+            "PGPASSWORD, ~/.pgpass or the libpq service file instead",
+            {"path": ".swamp.yaml", "key": "store"},
+        )

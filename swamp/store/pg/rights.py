@@ -33,7 +33,8 @@ SELECT c.relname, c.relkind,
        has_table_privilege(c.oid, 'UPDATE'), has_table_privilege(c.oid, 'DELETE'),
        c.relkind = 'S' AND has_sequence_privilege(c.oid, 'USAGE')
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = %s AND c.relname IN ('swamp_meta', 'runs', 'waits', 'audit', 'held', 'events', 'audit_id_seq')
+WHERE n.nspname = %s
+  AND c.relname IN ('swamp_meta', 'runs', 'waits', 'audit', 'held', 'events', 'audit_id_seq')
 ORDER BY c.relname
 """
 
