@@ -266,3 +266,23 @@ def test_store_copy_notices_an_index_column_that_differs_from_its_record(tmp_pat
     copied = repo.swamp("store", "copy", "--from", "file", "--to", url, "--json")
     assert copied.code == 1, copied
     assert json.loads(copied.out)["error"]["code"] == "store_copy_mismatch", copied
+
+
+# -- a NUL in a workflow name: refused, never cut by libpq (STORE-039) -----------------------------
+
+
+@pytest.mark.parametrize("env", DRIVERS)
+def test_a_nul_in_a_workflow_name_is_refused_not_cut(tmp_path: Path, owner: Any, env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")  # the file store, whose records are JSON (a NUL is \u0000)
+    repo.write_workflow("review", [job("main", {"name": "w", "task": WAIT})])
+    assert repo.swamp("workflow", "run", "review", "--json").code == 0
+    (record,) = repo.run_files()
+    doc = json.loads(record.read_text(encoding="utf-8"))
+    doc["workflowName"] = "review\u0000-planted"
+    record.write_text(json.dumps(doc), encoding="utf-8")
+    url = address_for(schema_of(owner))
+    assert repo.swamp("store", "migrate", env={"SWAMP_STORE_URL": url, **env}).code == 0
+    copied = repo.swamp("store", "copy", "--from", "file", "--to", url, "--json", env=env)
+    error = error_of(copied)
+    assert copied.code == 1 and error["code"] == "storage_error", copied
+    assert "workflow name holds a NUL character" in error["message"], error
