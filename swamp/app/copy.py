@@ -30,7 +30,7 @@ from ..domain.errors import (
     StoreSame,
     StoreUnavailable,
 )
-from ..domain.settings import is_store_address
+from ..domain.settings import is_store_address, redacted
 
 if TYPE_CHECKING:
     from ..domain.held import HeldSignal
@@ -68,10 +68,11 @@ def open_side(layout: RepoLayout, address: str) -> Side:
 
 def check_address(address: str) -> None:
     if address != FILE and not is_store_address(address):
+        shown = redacted(address)  # no password in any output (STORE-036)
         raise StoreUnavailable(
-            f"{address[:80]!r} is not a store address; name `file` (this repository's .swamp) or a "
+            f"{shown[:80]!r} is not a store address; name `file` (this repository's .swamp) or a "
             "PostgreSQL store: postgresql://host/dbname or service=NAME",
-            {"store": address[:200]},
+            {"store": shown[:200]},
         )
 
 

@@ -161,7 +161,8 @@ class Database:
         try:
             yield
         except _errors() as exc:
-            broken = isinstance(exc, _broken())
+            state = getattr(exc, "sqlstate", None)  # psycopg calls a full disk (53100) operational too
+            broken = state.startswith(("08", "57P")) if state else isinstance(exc, _broken())
             conn = getattr(self._local, "conn", None)
             if conn is not None and (conn.closed or conn.broken):
                 self._local.conn = None
@@ -175,7 +176,7 @@ class Database:
         if state:
             details["sqlstate"] = state
         where = f"the PostgreSQL store at {self.shown}"
-        if broken or (state or "").startswith(("08", "57P")):
+        if broken:
             return StorageError(
                 f"Could not {doing} {where}: {reason}; check that the database is running and "
                 "reachable from this host (swamp store status), then retry",
