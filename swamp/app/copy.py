@@ -30,7 +30,7 @@ from ..domain.errors import (
     StoreSame,
     StoreUnavailable,
 )
-from ..domain.settings import is_store_address
+from ..domain.settings import is_store_address, redacted
 
 if TYPE_CHECKING:
     from ..domain.held import HeldSignal
@@ -68,10 +68,11 @@ def open_side(layout: RepoLayout, address: str) -> Side:
 
 def check_address(address: str) -> None:
     if address != FILE and not is_store_address(address):
+        shown = redacted(address)  # no password in any output (STORE-036)
         raise StoreUnavailable(
-            f"{address[:80]!r} is not a store address; name `file` (this repository's .swamp) or a "
+            f"{shown[:80]!r} is not a store address; name `file` (this repository's .swamp) or a "
             "PostgreSQL store: postgresql://host/dbname or service=NAME",
-            {"store": address[:200]},
+            {"store": shown[:200]},
         )
 
 
@@ -163,18 +164,27 @@ def _held_of(run: WorkflowRun, held: Any) -> list[HeldSignal]:
 
 def summary(store: Store) -> dict[str, Any]:
     """Counts (runs, waits found through the index, audit entries, held signals) and a SHA-256
-    over every run in run-ID order: its record as saved, its audit entries, its held signals."""
+    over every run in run-ID order: its record as saved, what the store's indexes say of it (the
+    workflow it is listed under; for an unfinished run its index entry: workflow, name, status,
+    inputs digest), its audit entries, its held signals (STORE-040)."""
     from ..domain.records import write_record
 
     runs_store: RunStore = store.runs(None)
     runs, _ = runs_store.list_runs()
     held_store = store.held()
+    listed = {r.id: wid for wid in runs_store.workflow_ids() for r in runs_store.list_runs(wid)[0]}
+    entries = {str(e["runId"]): e for e in runs_store.active_entries()}
     digest = hashlib.sha256()
     counts = {"runs": 0, "waits": 0, "audit": 0, "held": 0}
     for run in sorted(runs, key=lambda r: r.id):
         counts["runs"] += 1
         digest.update(f"run {run.id}\n".encode())
         digest.update(_encode(run.to_dict()).encode("utf-8", "surrogatepass") + b"\n")
+        # nextDeadline is left out: the file store may keep an earlier one than the record's (a
+        # bound, refreshed lazily); every other field is exact in both stores.
+        entry = {k: v for k, v in entries.get(run.id, {}).items() if k != "nextDeadline"}
+        indexed = {"workflow": listed.get(run.id), "entry": entry}
+        digest.update(b"index " + _encode(indexed).encode("utf-8", "surrogatepass") + b"\n")
         for wait_id in run.signalable_wait_ids():
             if runs_store.wait_home(wait_id) == (run.workflowId, run.id):
                 counts["waits"] += 1

@@ -14,6 +14,8 @@ def store() -> None:
 
     The store is chosen by SWAMP_STORE_URL, else `store:` in .swamp.yaml, else files. Passwords
     come from libpq's usual places (PGPASSWORD, ~/.pgpass, a service file), never .swamp.yaml.
+    Give each tenant its own database: schemas do not isolate roles, and LISTEN/NOTIFY are
+    database-wide (spec/store.md, "Trust").
 
     \b
     Examples:

@@ -28,6 +28,10 @@ def store_address(settings: Settings) -> str | None:
                 {"store": redacted(from_env)[:200], "source": STORE_ENV},
             )
         return from_env
+    if settings.store is not None:
+        from .pg.conninfo import refuse_password_setting  # libpq's parser: every spelling
+
+        refuse_password_setting(settings.store)
     return settings.store
 
 

@@ -19,32 +19,30 @@ makes every connection psycopg's (and psycopg is used when libpq cannot be loade
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
-import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ...domain.errors import StorageError
+from ...domain.errors import StorageError, StoreUnavailable
 from . import lean
+from .conninfo import Conninfo
 
 if TYPE_CHECKING:
     import psycopg
 
 CONNECT_TIMEOUT = 10  # seconds: a host that does not answer is refused, never waited for forever
-_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@|(password=)\S+", re.IGNORECASE)
-
-
-def redact(address: str) -> str:
-    """The address without a password, fit to show and to log."""
-    return _PASSWORD.sub(lambda m: (m.group(1) + "***@") if m.group(1) else m.group(2) + "***", address)
+CHANNEL_BYTES = 63  # PostgreSQL's limit on an identifier (a channel name), in bytes
+INSUFFICIENT_PRIVILEGE = "42501"
 
 
 class Database:
     def __init__(self, address: str):
         self.address = address
-        self.shown = redact(address)
+        self.conninfo = Conninfo(address)
+        self.shown = self.conninfo.shown  # without the password, fit to show and to log
         self._local = threading.local()
         self._lock = threading.Lock()
         self._opened: list[Any] = []
@@ -56,6 +54,7 @@ class Database:
         """This thread's connection (autocommit), made on first use or after it broke."""
         conn: Any = getattr(self._local, "conn", None)
         if conn is None or conn.closed or conn.broken:
+            self.check_address()
             conn = self._lean() if _use_lean() else self.connect()
             self._local.conn = conn
         return conn
@@ -72,6 +71,7 @@ class Database:
         """A new psycopg connection of its own (LISTEN): the caller closes it."""
         import psycopg
 
+        self.check_address()
         with self.errors("connect to"):
             conn = psycopg.connect(
                 self.address, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="swamp"
@@ -81,6 +81,33 @@ class Database:
             self._opened.append(conn)
         return conn
 
+    @contextlib.contextmanager
+    def fresh(self) -> Iterator[Any]:
+        """A short-lived connection of its own (outside any transaction of this thread's), closed
+        on leaving; a failure to make it is the driver's error, not storage_error."""
+        if _use_lean():
+            conn: Any = lean.connect(self.address, connect_timeout=CONNECT_TIMEOUT, application_name="swamp")
+        else:
+            import psycopg
+
+            conn = psycopg.connect(self.address, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def check_address(self) -> None:
+        """An address libpq cannot read is refused before connecting (store_unavailable), with
+        libpq's reason, its secrets removed."""
+        if self.conninfo.readable:
+            return
+        raise StoreUnavailable(
+            f"libpq cannot read the PostgreSQL store address {self.shown} ({self.conninfo.problem}); "
+            "fix it (postgresql://[user@]host[:port]/dbname[?param=value], a literal % written %25) "
+            "in SWAMP_STORE_URL or `store:` in .swamp.yaml",
+            {"store": self.shown},
+        )
+
     def close(self) -> None:
         with self._lock:
             opened, self._opened = self._opened, []
@@ -89,7 +116,7 @@ class Database:
                 conn.close()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Any]:
+    def transaction(self, doing: str = "write to") -> Iterator[Any]:
         """One transaction on this thread's connection: committed on leaving, rolled back on error.
         Nested, it is a savepoint of the outer one; what after_commit() deferred runs once the
         outermost commits (and never when it rolls back)."""
@@ -99,7 +126,7 @@ class Database:
             self._local.after = []
         self._local.depth = depth + 1
         try:
-            with self.errors("write to"), conn.transaction():
+            with self.errors(doing), conn.transaction():
                 yield conn
         except BaseException:
             if depth == 0:
@@ -128,20 +155,52 @@ class Database:
 
     @contextlib.contextmanager
     def errors(self, doing: str) -> Iterator[None]:
-        """A database that cannot be reached (or went away mid-statement) as storage_error, with the
-        next step; the thread's broken connection is dropped so the next call connects again."""
+        """Any error of either driver as storage_error naming the store and what to do (STORE-009,
+        STORE-037), its text scrubbed of the password (STORE-036). A connection that broke is
+        dropped, so the next call connects again."""
         try:
             yield
-        except _broken() as exc:
+        except _errors() as exc:
+            state = getattr(exc, "sqlstate", None)  # psycopg calls a full disk (53100) operational too
+            broken = state.startswith(("08", "57P")) if state else isinstance(exc, _broken())
             conn = getattr(self._local, "conn", None)
             if conn is not None and (conn.closed or conn.broken):
                 self._local.conn = None
-            reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-            raise StorageError(
-                f"Could not {doing} the PostgreSQL store at {self.shown}: {reason}; check that the "
-                "database is running and reachable from this host (swamp store status), then retry",
-                {"path": None, "errno": None, "store": self.shown},
-            ) from None
+                broken = True
+            raise self.storage_error(exc, doing, broken) from None
+
+    def storage_error(self, exc: BaseException, doing: str, broken: bool) -> StorageError:
+        reason = self.conninfo.scrub(" ".join(str(exc).split())[:300]) or type(exc).__name__
+        state = getattr(exc, "sqlstate", None)
+        details: dict[str, Any] = {"path": None, "errno": None, "store": self.shown}
+        if state:
+            details["sqlstate"] = state
+        where = f"the PostgreSQL store at {self.shown}"
+        if broken:
+            return StorageError(
+                f"Could not {doing} {where}: {reason}; check that the database is running and "
+                "reachable from this host (swamp store status), then retry",
+                details,
+            )
+        if state == INSUFFICIENT_PRIVILEGE:
+            from .rights import missing_rights
+
+            rights = missing_rights(self, migrating=doing == "migrate")
+            details["missing"] = rights.missing
+            lacking = "; ".join(rights.missing) if rights.missing else "a right the statement needs"
+            grants = f" ({'; '.join(rights.grants)})" if rights.grants else ""
+            return StorageError(
+                f"Could not {doing} {where}: {reason}. The role {rights.role or 'connected'} lacks "
+                f"{lacking}; have the owner grant it{grants}, or connect as a role that has it, then retry",
+                details,
+            )
+        return StorageError(
+            f"Could not {doing} {where}: the database refused it ({reason}"
+            + (f", SQLSTATE {state}" if state else "")
+            + "); nothing of it was written (the transaction was rolled back). Fix what the "
+            "database says (a trigger, a full disk, a constraint, a limit), then retry",
+            details,
+        )
 
     # -- the schema ---------------------------------------------------------------------------------
 
@@ -161,12 +220,26 @@ class Database:
         return self._schema
 
     def channel(self, name: str) -> str:
-        """A LISTEN/NOTIFY channel of this store's schema (schemas of one database never cross)."""
-        return f"swamp.{self.schema}.{name}"[:63]
+        """A LISTEN/NOTIFY channel of this store's schema: `swamp.<schema>.<name>`, or, when that
+        is longer than PostgreSQL's 63 bytes, `swamp.<digest of the schema>.<name>` (STORE-038).
+        Channels are database-wide: any role of the database may LISTEN or NOTIFY on them."""
+        channel = f"swamp.{self.schema}.{name}"
+        if len(channel.encode("utf-8")) <= CHANNEL_BYTES:
+            return channel
+        digest = hashlib.sha256(self.schema.encode("utf-8")).hexdigest()[:32]
+        return f"swamp.{digest}.{name}"
 
 
 def _use_lean() -> bool:
     return os.environ.get("SWAMP_PG_DRIVER") != "psycopg" and lean.available()
+
+
+def _errors() -> tuple[type[BaseException], ...]:
+    """Every error either driver raises: lean.py's, and psycopg's when it is loaded."""
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None:
+        return (lean.Error,)
+    return (lean.Error, psycopg.Error)
 
 
 def _broken() -> tuple[type[BaseException], ...]:

@@ -25,7 +25,7 @@ from typing import Any
 
 _OK_STATUSES = (1, 2)  # PGRES_COMMAND_OK, PGRES_TUPLES_OK
 _CONNECTION_OK = 0
-_DIAG_SQLSTATE = ord("C")
+_DIAG_SQLSTATE, _DIAG_PRIMARY = ord("C"), ord("M")
 _BOOL, _INTS, _FLOATS, _TIMESTAMPTZ = 16, (20, 21, 23, 26), (700, 701), 1184
 
 
@@ -39,6 +39,10 @@ class OperationalError(Error):
 
 class DatabaseError(Error):
     """The server refused a statement; `sqlstate` says why (55P03: lock_timeout)."""
+
+
+class DataError(DatabaseError):
+    """A value libpq cannot send as it is (a NUL character would cut a text parameter short)."""
 
 
 def _library_paths() -> list[str]:
@@ -196,6 +200,8 @@ class Connection:
             raise OperationalError("the connection is closed")
         lib = self._lib
         values = [_text(v) for v in (params or ())]
+        if any(v is not None and b"\0" in v for v in values):  # libpq would send the text cut at the NUL
+            raise DataError("PostgreSQL text cannot contain NUL (0x00) characters")
         array = (ctypes.c_char_p * max(len(values), 1))(*values)
         query = (_placeholders(sql) if params is not None else sql).encode("utf-8")  # as psycopg
         result = lib.PQexecParams(self._handle, query, len(values), None, array, None, None, 0)
@@ -227,8 +233,11 @@ class Connection:
             message = (lib.PQerrorMessage(self._handle) or b"").decode("utf-8", "replace").strip()
             raise OperationalError(message or "the connection to the server was lost")
         state = lib.PQresultErrorField(result, _DIAG_SQLSTATE) if result else None
-        message = (lib.PQresultErrorMessage(result) if result else b"") or b""
-        error_class = OperationalError if state and state.startswith((b"08", b"57P")) else DatabaseError
+        primary = lib.PQresultErrorField(result, _DIAG_PRIMARY) if result else None
+        message = primary or (lib.PQresultErrorMessage(result) if result else b"") or b""
+        if not state:  # no SQLSTATE: libpq's own error (the server went away mid-statement)
+            self.broken = True
+        error_class = OperationalError if not state or state.startswith((b"08", b"57P")) else DatabaseError
         error = error_class(message.decode("utf-8", "replace").strip() or "the statement failed")
         error.sqlstate = state.decode() if state else None
         raise error

@@ -85,6 +85,9 @@ def schema_version(db: Database) -> int:
         "ELSE to_regclass(format('%I.swamp_meta', current_schema())) IS NOT NULL END"
     )
     if not rows[0][0]:
+        from .rights import check_usage
+
+        check_usage(db)  # an unreadable schema is not an empty one
         return 0
     found = db.execute("SELECT value FROM swamp_meta WHERE key = 'schema_version'")
     return int(found[0][0]) if found else 0
@@ -118,10 +121,11 @@ def migrate(db: Database) -> dict[str, Any]:
     """Apply what is missing, under the migration lock; {"from": v, "to": CURRENT, "applied": [...]}.
     A database newer than this swamp is refused, never touched."""
     schema = db.schema
-    with db.transaction() as conn:
+    with db.transaction(doing="migrate") as conn:
         conn.execute("SET LOCAL client_min_messages TO warning")  # no NOTICE on stderr
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
-        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}")
+        if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchall():
+            conn.execute(f"CREATE SCHEMA {quote_ident(schema)}")  # needs CREATE on the database
         conn.execute(f"SET LOCAL search_path TO {quote_ident(schema)}")
         before = schema_version(db)
         if before > CURRENT:

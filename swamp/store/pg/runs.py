@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...domain.changes import run_state
-from ...domain.errors import RunAmbiguous, RunNotFound, RunUnreadable
+from ...domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
 from ...domain.run import WorkflowRun
 from ...domain.runref import check_run_ref
 from ..runs import ACTIVE, OnChange, active_entry
@@ -92,6 +92,7 @@ class PgRunRepository:
             data + "\n",
         )
         waits = [] if settled_only else run.signalable_wait_ids()
+        self._refuse_nul(run, row, waits)
         channel = self.db.channel("saved")
         with self.db.transaction() as conn:
             conn.execute(_UPSERT, row)
@@ -118,6 +119,21 @@ class PgRunRepository:
             except BaseException:
                 run.published = before
                 raise
+
+    def _refuse_nul(self, run: WorkflowRun, row: tuple[Any, ...], waits: list[str]) -> None:
+        """PostgreSQL text cannot hold NUL, and libpq would cut a value at one: a column that
+        would hold one is refused, never stored cut (STORE-039). The record itself is JSON, where
+        a NUL is written \u0000."""
+        names = ("run ID", "workflow ID", "workflow name", "status", "inputs digest")
+        bad = [name for name, value in zip(names, row, strict=False) if "\0" in str(value)]
+        bad += [f"wait ID {w!r}" for w in waits if "\0" in w]
+        if bad:
+            raise StorageError(
+                f"Run {run.id!r} cannot be saved in the PostgreSQL store at {self.db.shown}: its "
+                f"{', '.join(bad)} holds a NUL character (\\u0000), which PostgreSQL text cannot "
+                "hold; remove it from the run record (or keep the run in the file store), then retry",
+                {"path": None, "errno": None, "store": self.db.shown, "runId": run.id},
+            )
 
     def after_commit(self, action: Callable[[], None]) -> None:
         self.db.after_commit(action)
