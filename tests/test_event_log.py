@@ -192,9 +192,19 @@ def test_retention_that_cannot_drop_a_segment_keeps_the_events_and_says_which(tm
         (root_segment,) = os.listdir(folder)
         (folder / root_segment).chmod(0o666)  # writable by all (a team's umask 000), still root's
         ran = subprocess.run(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
-             RETENTION_AS_ANOTHER_ACCOUNT, str(shared)],
-            capture_output=True, text=True, timeout=60,
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                sys.executable,
+                "-c",
+                RETENTION_AS_ANOTHER_ACCOUNT,
+                str(shared),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert ran.returncode == 0, ran.stderr
         blocked, *cursors = ran.stdout.split()
@@ -247,7 +257,10 @@ def test_a_planted_line_moves_no_number_and_hides_nothing(tmp_path: Path) -> Non
     plant(segment, f"{epoch}-999999999998")
     plant(segment, f"{epoch}-000000000001")  # a replay of the first line
     writer = EventLog(layout(tmp_path))
-    assert [c[9:] for c in writer.append([{"event": "a"}, {"event": "b"}])] == ["000000000002", "000000000003"]
+    assert [c[9:] for c in writer.append([{"event": "a"}, {"event": "b"}])] == [
+        "000000000002",
+        "000000000003",
+    ]
     reader = EventLog(layout(tmp_path))
     found = reader.read(None, 100)
     assert seqs(found) == [1, 2, 3] and all(e.get("runId") != "planted" for e in found)
@@ -263,15 +276,15 @@ def test_cursors_past_twelve_digits_are_still_cursors_and_the_log_follows_them(t
     for seq in (999_999_999_999, 10**17):  # a log that rolled over there (its segment says so)
         name = tmp_path / f".swamp/events/{epoch}-{seq:012d}.jsonl"
         name.write_text("")
-        (tmp_path / ".swamp/locks/events.lock").write_text(
-            f"{epoch}-{seq:018d} {0:020d} {seq - 1:018d}\n"
-        )
+        (tmp_path / ".swamp/locks/events.lock").write_text(f"{epoch}-{seq:018d} {0:020d} {seq - 1:018d}\n")
         got = log.append([{"event": "a"}, {"event": "b"}])
         assert got == [f"{epoch}-{seq:012d}", f"{epoch}-{seq + 1:012d}"]
         assert log.read(got[0], 10)[0]["cursor"] == got[1]
         assert log.latest() == got[1]
     (tmp_path / f".swamp/events/{epoch}-{10**18 - 1:012d}.jsonl").write_text("")
-    (tmp_path / ".swamp/locks/events.lock").write_text(f"{epoch}-{10**18 - 1:018d} {0:020d} {10**18 - 2:018d}\n")
+    (tmp_path / ".swamp/locks/events.lock").write_text(
+        f"{epoch}-{10**18 - 1:018d} {0:020d} {10**18 - 2:018d}\n"
+    )
     assert log.append([{"event": "fits"}]) == [f"{epoch}-{10**18 - 1}"]
     with pytest.raises(OSError, match="18 digits"):
         log.append([{"event": "too far"}])
