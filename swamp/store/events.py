@@ -339,6 +339,9 @@ class EventLog:
         found = [
             (int(name[9:-6]), name[:8]) for name in names if name.endswith(".jsonl") and _is_cursor(name[:-6])
         ]
+        # One name a segment (`1` is `000000000001`, never `0000000000001`), or two files are one.
+        given = set(names)
+        found = [(first, epoch) for first, epoch in found if f"{epoch}-{first:012d}.jsonl" in given]
         found.sort()
         return [(epoch, first) for first, epoch in found]
 
@@ -403,10 +406,7 @@ class EventLog:
             size = os.fstat(fd).st_size
             key = (epoch, first, size, seq)
             if key not in self._genuine:
-                wanted = f'"cursor":"{cursor_of(epoch, seq)}"'.encode()
-                self._genuine[key] = any(
-                    line.startswith(b"{" + wanted) for line in os.pread(fd, size, 0).split(b"\n")[::-1]
-                )
+                self._genuine[key] = _holds_line(fd, size, f'{{"cursor":"{cursor_of(epoch, seq)}"'.encode())
             return self._genuine[key]
         finally:
             os.close(fd)
@@ -540,6 +540,20 @@ def _tail_seq(fd: int, first: int, epoch: str | None = None) -> int:
                 return _seq(event["cursor"])
         if start == 0:
             return first - 1
+        span *= 4
+
+
+def _holds_line(fd: int, size: int, prefix: bytes) -> bool:
+    """Whether a whole line of the file starts with `prefix`, searched from its end (where the
+    line a closed segment ends with is), in growing spans."""
+    span = 4096
+    while True:
+        start = max(0, size - span)
+        lines = os.pread(fd, size - start, start).split(b"\n")
+        if any(line.startswith(prefix) for line in lines[0 if start == 0 else 1 :]):
+            return True
+        if start == 0:
+            return False
         span *= 4
 
 
