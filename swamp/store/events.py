@@ -42,6 +42,8 @@ loaded 2-core machine, `workflow signal` interleaved with the tree before the lo
 median 312.8 ms before, 318.2 ms after (`python -c pass` 41.6 ms: 7.52x and 7.65x), within the
 noise; scripts/bench/serve's pipelined signals per second (400 runs, 3 bursts, two rounds) 143
 and 344 before, 176 and 303 after, the disk's durable-write floor moving more than either.
+Keeping the head (issue 26: read and check it, write it back) added about 15 us to an append
+(400 appends, each by a fresh EventLog: median 36 us before, 51 us after, on the same machine).
 """
 
 from __future__ import annotations
