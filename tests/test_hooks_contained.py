@@ -64,3 +64,28 @@ def test_a_hook_leaves_no_cgroup_behind(tmp_path: Path) -> None:
     run_job(tmp_path, job(tmp_path, "sleep 300 & true"))
     after = {p.name for p in Path(folder).iterdir() if p.name.startswith("swamp-hook-")}
     assert after <= before
+
+
+def test_a_cgroup_the_hook_cannot_enter_is_given_up_and_the_hook_still_runs_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not cgroups_offered():
+        pytest.skip("this machine offers no writable cgroup v2")
+    made: list[Cage] = []
+    make = Cage.make
+
+    def recording() -> Cage | None:
+        cage = make()
+        if cage is not None:
+            made.append(cage)
+        return cage
+
+    def refused(self: Cage) -> None:
+        raise PermissionError("the move into the cgroup is refused")
+
+    monkeypatch.setattr(Cage, "make", staticmethod(recording))
+    monkeypatch.setattr(Cage, "enter", refused)
+    entry = run_job(tmp_path, job(tmp_path, "echo once >> ran; sleep 300 & echo $! > bg.pid"))
+    assert entry["code"] == "ok" and (tmp_path / "ran").read_text() == "once\n"
+    eventually(lambda: not alive(int((tmp_path / "bg.pid").read_text())), limit=10)  # its group still
+    assert made and not Path(made[0].path).exists()
