@@ -327,3 +327,19 @@ def test_an_append_reads_only_the_tail_of_its_segment_when_the_head_is_kept(tmp_
     assert lock.read_text() == f"{epoch}-{1:018d} {size:020d} {2:018d}\n"
     lock.write_text(f"{epoch}-{1:018d} {size:020d} {900:018d}\n")  # forged: the tail says 2
     assert EventLog(layout(tmp_path)).append([{"event": "c"}])[0][9:] == "000000000003"
+
+
+def test_a_head_behind_the_segment_is_followed_from_where_it_ends(tmp_path: Path) -> None:
+    """Lines appended after the head was written (by an older swamp, say) are followed from it;
+    a head whose line says otherwise is not believed."""
+    log = EventLog(layout(tmp_path))
+    epoch = log.append([{"event": "a"}, {"event": "b"}])[0][:8]
+    lock = tmp_path / ".swamp/locks/events.lock"
+    behind = lock.read_text()
+    log.append([{"event": "c"}])
+    lock.write_text(behind)
+    assert EventLog(layout(tmp_path)).latest() == f"{epoch}-000000000003"
+    lock.write_text(behind.replace(f"{2:018d}", f"{7:018d}"))  # its line says 2, not 7
+    assert EventLog(layout(tmp_path)).append([{"event": "d"}]) == [f"{epoch}-000000000004"]
+    reader = EventLog(layout(tmp_path))
+    assert seqs(reader.read(None, 10)) == [1, 2, 3, 4] and reader.skipped == []

@@ -257,10 +257,10 @@ class EventLog:
         size = os.fstat(fd).st_size
         if head is not None and head[:2] == (epoch, first) and head[2] <= size:
             _, _, at, seq = head
-            if at == size and _tail_seq(fd, first, epoch) == seq:
-                return seq
-            if at < size and (at == 0 or os.pread(fd, 1, at - 1) == b"\n"):
-                return self._follow(fd, epoch, first, at, seq)
+            # Believed only where the line it ends at says so (a head read while it was being
+            # written, or one forged, is not): then only what was appended since is followed.
+            if (at == 0 or os.pread(fd, 1, at - 1) == b"\n") and _tail_seq(fd, first, epoch, at) == seq:
+                return seq if at == size else self._follow(fd, epoch, first, at, seq)
         return self._follow(fd, epoch, first, 0, first - 1)
 
     def _follow(self, fd: int, epoch: str, first: int, offset: int, chain: int) -> int:
@@ -527,9 +527,11 @@ def _seq(cursor: str) -> int:
     return int(cursor[9:])
 
 
-def _tail_seq(fd: int, first: int, epoch: str | None = None) -> int:
-    """The sequence number of the last whole (newline-ended) readable line of a segment."""
-    size = os.fstat(fd).st_size
+def _tail_seq(fd: int, first: int, epoch: str | None = None, size: int | None = None) -> int:
+    """The sequence number of the last whole (newline-ended) readable line of a segment (of its
+    first `size` bytes)."""
+    if size is None:
+        size = os.fstat(fd).st_size
     span = 4096
     while True:
         start = max(0, size - span)
