@@ -192,9 +192,19 @@ def test_retention_that_cannot_drop_a_segment_keeps_the_events_and_says_which(tm
         (root_segment,) = os.listdir(folder)
         (folder / root_segment).chmod(0o666)  # writable by all (a team's umask 000), still root's
         ran = subprocess.run(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
-             RETENTION_AS_ANOTHER_ACCOUNT, str(shared)],
-            capture_output=True, text=True, timeout=60,
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                sys.executable,
+                "-c",
+                RETENTION_AS_ANOTHER_ACCOUNT,
+                str(shared),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert ran.returncode == 0, ran.stderr
         blocked, *cursors = ran.stdout.split()
@@ -231,3 +241,105 @@ def test_a_blocked_retention_is_said_once_and_the_publish_goes_on(
     assert "Operation not permitted" in err and "grows past its bound" in err
     assert [e["n"] for e in log.read(None, 100)] == [0, 1, 2, 3, 4]  # nothing lost
     assert not log.warned  # no append failed
+
+
+def plant(segment: Path, cursor: str) -> None:
+    with open(segment, "ab") as raw:
+        line = {"cursor": cursor, "event": "run_finished", "runId": "planted"}
+        raw.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")  # as swamp writes one
+
+
+def test_a_planted_line_moves_no_number_and_hides_nothing(tmp_path: Path) -> None:
+    """EVENT-022: a line with a far-off cursor, or one replayed, is skipped by appends and reads."""
+    log = EventLog(layout(tmp_path))
+    epoch = log.append([{"event": "wait_opened"}])[0][:8]
+    (segment,) = (tmp_path / ".swamp/events").iterdir()
+    plant(segment, f"{epoch}-999999999998")
+    plant(segment, f"{epoch}-000000000001")  # a replay of the first line
+    writer = EventLog(layout(tmp_path))
+    assert [c[9:] for c in writer.append([{"event": "a"}, {"event": "b"}])] == [
+        "000000000002",
+        "000000000003",
+    ]
+    reader = EventLog(layout(tmp_path))
+    found = reader.read(None, 100)
+    assert seqs(found) == [1, 2, 3] and all(e.get("runId") != "planted" for e in found)
+    assert len(reader.skipped) == 2 and all("does not follow" in text for text in reader.skipped)
+    assert reader.latest() == f"{epoch}-000000000003"
+    assert EventLog(layout(tmp_path)).count_skipped() == 2
+
+
+def test_cursors_past_twelve_digits_are_still_cursors_and_the_log_follows_them(tmp_path: Path) -> None:
+    """EVENT-022: a log whose numbers pass 12 digits goes on; past 18 an append is refused."""
+    log = EventLog(layout(tmp_path))
+    epoch = log.append([{"event": "x"}])[0][:8]
+    for seq in (999_999_999_999, 10**17):  # a log that rolled over there (its segment says so)
+        name = tmp_path / f".swamp/events/{epoch}-{seq:012d}.jsonl"
+        name.write_text("")
+        (tmp_path / ".swamp/locks/events.lock").write_text(f"{epoch}-{seq:018d} {0:020d} {seq - 1:018d}\n")
+        got = log.append([{"event": "a"}, {"event": "b"}])
+        assert got == [f"{epoch}-{seq:012d}", f"{epoch}-{seq + 1:012d}"]
+        assert log.read(got[0], 10)[0]["cursor"] == got[1]
+        assert log.latest() == got[1]
+    (tmp_path / f".swamp/events/{epoch}-{10**18 - 1:012d}.jsonl").write_text("")
+    (tmp_path / ".swamp/locks/events.lock").write_text(
+        f"{epoch}-{10**18 - 1:018d} {0:020d} {10**18 - 2:018d}\n"
+    )
+    assert log.append([{"event": "fits"}]) == [f"{epoch}-{10**18 - 1}"]
+    with pytest.raises(OSError, match="18 digits"):
+        log.append([{"event": "too far"}])
+
+
+def test_a_planted_segment_between_two_of_the_log_is_skipped_and_older_ones_stay(tmp_path: Path) -> None:
+    """EVENT-023: the log's segments are the chain back from the one appended to last."""
+    log = EventLog(layout(tmp_path), segment_bytes=300, keep_segments=100)  # two events a segment
+    cursors = [log.append([{"event": "run_finished", "n": n, "pad": "y" * 150}])[0] for n in range(4)]
+    epoch = cursors[0][:8]
+    planted = tmp_path / f".swamp/events/{epoch}-000000000002.jsonl"
+    assert not planted.exists()
+    planted.write_text("")
+    plant(planted, f"{epoch}-000000000007")
+    plant(planted, f"{epoch}-000000000008")  # it does not hold the cursor before the next one's first
+    reader = EventLog(layout(tmp_path))
+    found = reader.read(None, 100)
+    assert [e["cursor"] for e in found] == cursors and all(e.get("runId") != "planted" for e in found)
+    assert reader.read(cursors[0], 100) == found[1:]
+    assert any("000000000002.jsonl: a segment that does not follow" in text for text in reader.skipped)
+
+
+def test_a_log_an_older_swamp_wrote_without_a_head_is_read_and_appended_to(tmp_path: Path) -> None:
+    log = EventLog(layout(tmp_path))
+    first = log.append([{"event": "a"}])[0]
+    (tmp_path / ".swamp/locks/events.lock").write_text("")  # no head kept (or a torn one)
+    assert EventLog(layout(tmp_path)).latest() == first
+    second = EventLog(layout(tmp_path)).append([{"event": "b"}])[0]
+    assert seqs(EventLog(layout(tmp_path)).read(None, 10)) == [1, 2] and second[9:] == "000000000002"
+    assert (tmp_path / ".swamp/locks/events.lock").read_text().startswith(first[:8])
+
+
+def test_an_append_reads_only_the_tail_of_its_segment_when_the_head_is_kept(tmp_path: Path) -> None:
+    """The head in the lock file spares an append the scan of its whole segment; a head that
+    does not match the segment's tail is not believed."""
+    log = EventLog(layout(tmp_path))
+    epoch = log.append([{"event": "a"}, {"event": "b"}])[0][:8]
+    lock = tmp_path / ".swamp/locks/events.lock"
+    size = (tmp_path / f".swamp/events/{epoch}-000000000001.jsonl").stat().st_size
+    assert lock.read_text() == f"{epoch}-{1:018d} {size:020d} {2:018d}\n"
+    lock.write_text(f"{epoch}-{1:018d} {size:020d} {900:018d}\n")  # forged: the tail says 2
+    assert EventLog(layout(tmp_path)).append([{"event": "c"}])[0][9:] == "000000000003"
+
+
+def test_a_head_behind_the_segment_is_followed_from_where_it_ends(tmp_path: Path) -> None:
+    """Lines appended after the head was written (by an older swamp, say) are followed from it;
+    a head whose line says otherwise is not believed."""
+    log = EventLog(layout(tmp_path))
+    epoch = log.append([{"event": "a"}, {"event": "b"}])[0][:8]
+    lock = tmp_path / ".swamp/locks/events.lock"
+    behind = lock.read_text()
+    log.append([{"event": "c"}])
+    lock.write_text(behind)
+    assert EventLog(layout(tmp_path)).latest() == f"{epoch}-000000000003"
+    lock.write_text(behind.replace(f"{2:018d}", f"{7:018d}"))  # its line says 2, not 7
+    assert EventLog(layout(tmp_path)).append([{"event": "d"}]) == [f"{epoch}-000000000004"]
+    reader = EventLog(layout(tmp_path))
+    assert seqs(reader.read(None, 10)) == [1, 2, 3, 4] and reader.skipped == []

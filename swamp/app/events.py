@@ -11,6 +11,7 @@ changes) and reads again; events come in log order, each once. It ends with one 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -52,6 +53,23 @@ def check_filters(kinds: list[str] | None, runs: list[str] | None, timeout: floa
             raise InvalidRequest("a run filter must be a run ID, not an empty string", {"run": run})
 
 
+def _say_skipped(skipped: list[str], said: int) -> int:
+    """Says on stderr, once each, what the log skipped as not following its predecessor
+    (EVENT-022): never a silent gap. Returns how many are said. (The texts hold only swamp's
+    paths and checked cursors, hex digits and digits: nothing a terminal would act on.)"""
+    import sys
+
+    for text in skipped[said:]:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(
+                f"swamp: warning: the event log holds what swamp did not append there, skipped: {text}; "
+                "someone who can write the log's folder put it there (the run records are the truth: "
+                "swamp workflow history)\n"
+            )
+            sys.stderr.flush()
+    return len(skipped)
+
+
 def subscribe(
     app: App,
     *,
@@ -81,10 +99,12 @@ def subscribe(
         if positioned is not None:
             positioned()
         changed = True  # read the log first; afterwards only when its folder changed
+        said = 0
         while True:
             more = False
             if changed:
                 batch = log.read(cursor, BATCH)
+                said = _say_skipped(log.skipped, said)
                 for event in batch:
                     cursor = event["cursor"]
                     if wanted_kinds is not None and event.get("event") not in wanted_kinds:

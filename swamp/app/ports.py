@@ -142,6 +142,8 @@ class EventLog(Protocol):
     # A part of the log retention could not drop, and why (EVENT-013), and whether it was said.
     retention_blocked: tuple[str, str] | None
     retention_warned: bool
+    # What a read or an append skipped as not following its predecessor (EVENT-022), in order.
+    skipped: list[str]
 
     def append(self, events: list[dict[str, Any]]) -> list[str]: ...
 

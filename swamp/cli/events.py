@@ -55,7 +55,8 @@ def events(
     opened (wait_opened, with its signal command), a wait settled (wait_settled, with who sent
     the signal), a run suspended (run_suspended) or finished (run_finished). Each event has a
     cursor; pass the last one back with --after to go on where you stopped, with nothing missed
-    and nothing twice.
+    and nothing twice. A line or a part of the log that swamp did not append there (it does not
+    follow the one before it) is skipped and said on stderr, never in silence.
 
     \b
     Examples:

@@ -45,6 +45,8 @@ def store_status(ctx: click.Context, as_json: bool) -> None:
         if data["kind"] == "file":
             out(f"Store: files under {data['location']} (the default)")
             out(f"Runs: {data['runs']}")
+            if data.get("eventsSkipped"):  # EVENT-022
+                out(f"Event log: {data['eventsSkipped']} line(s) or segment(s) swamp did not append, skipped")
             return
         out(f"Store: PostgreSQL at {data['location']}")
         version, expected = data["schemaVersion"], data["expected"]

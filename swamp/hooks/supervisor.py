@@ -4,9 +4,11 @@ Started by launch.py as `python -m swamp.hooks ROOT SPOOL SLOT_FD` in a session 
 stdin, stdout and stderr on /dev/null, holding the slot lock SLOT_FD. Each job is taken by
 unlinking its file (whoever unlinks it runs it: two supervisors never run one job), run as
 `sh -c COMMAND` in ROOT with its document as one JSON line on stdin and its stdout discarded,
-in a process group of its own that is killed (TERM, then KILL after KILL_GRACE seconds) past the
-job's timeout. Its outcome, with the last STDERR_TAIL bytes of its stderr, is appended to the
-run's audit trail (HOOK-011). A job taken and lost to a crash of this process is not retried:
+in a process group (and, where the machine offers one, a cgroup: contain.py) of its own that is
+killed (TERM, then KILL after KILL_GRACE seconds) past the job's timeout, and killed (KILL) as
+soon as its shell exits, so nothing it started outlives it (HOOK-010, HOOK-014, HOOK-015). Its
+outcome, with the last STDERR_TAIL bytes of its stderr, is appended to the run's audit trail
+(HOOK-011). A job taken and lost to a crash of this process is not retried:
 hooks notify, they do not carry state.
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 
 from ..store.files import read_file, refuse_links
 from . import MAX_RUNNING
+from .contain import Cage
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -97,26 +100,46 @@ def run_job(root: Path, job: dict[str, Any]) -> dict[str, Any]:
         SWAMP_WAIT_ID=entry["waitId"],
         SWAMP_RUN_ID=str(job.get("runId")),
     )
+    cage = Cage.make()
     try:
-        child = subprocess.Popen(
-            ["sh", "-c", entry["command"]],
-            cwd=root,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        child, cage = _start(entry["command"], root, env, cage)
     except OSError as exc:
         entry.update({"code": "hook_not_started", "exitCode": None, "timedOut": False, "error": str(exc)})
     else:
-        entry.update(_supervise(child, str(job.get("stdin", "")) + "\n", float(job.get("timeout", 30))))
+        entry.update(_supervise(child, str(job.get("stdin", "")) + "\n", float(job.get("timeout", 30)), cage))
+    finally:
+        if cage is not None:
+            cage.remove()
     entry["durationMs"] = int((time.monotonic() - started) * 1000)
     _audit(root, job, entry)
     return entry
 
 
-def _supervise(child: subprocess.Popen[bytes], document: str, timeout: float) -> dict[str, Any]:
+def _start(
+    command: str, root: Path, env: dict[str, str], cage: Cage | None
+) -> tuple[subprocess.Popen[bytes], Cage | None]:
+    """`sh -c COMMAND` in a session (so a process group) of its own, and in `cage` when there is
+    one; a cage the child cannot enter (a cgroup whose parent refuses the move) is given up and
+    the hook started again without it: it had not run anything yet."""
+    options: dict[str, Any] = {
+        "cwd": root,
+        "env": env,
+        "stdin": subprocess.PIPE,
+        "stdout": subprocess.DEVNULL,
+        "stderr": subprocess.PIPE,
+        "start_new_session": True,
+    }
+    if cage is not None:
+        try:
+            return subprocess.Popen(["sh", "-c", command], preexec_fn=cage.enter, **options), cage
+        except subprocess.SubprocessError:
+            cage.remove()  # the move was refused (preexec_fn raised): no process ran
+    return subprocess.Popen(["sh", "-c", command], **options), None
+
+
+def _supervise(
+    child: subprocess.Popen[bytes], document: str, timeout: float, cage: Cage | None = None
+) -> dict[str, Any]:
     tail = bytearray()
 
     def feed() -> None:
@@ -141,12 +164,18 @@ def _supervise(child: subprocess.Popen[bytes], document: str, timeout: float) ->
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill_group(child.pid, signal.SIGTERM)
+        if cage is not None:
+            cage.signal(signal.SIGTERM)
         try:
             code = child.wait(KILL_GRACE)
         except subprocess.TimeoutExpired:
             _kill_group(child.pid, signal.SIGKILL)
             code = child.wait()
-        _kill_group(child.pid, signal.SIGKILL)  # what the shell left behind in its group
+    # The hook ends with its shell: whatever it left behind, in its process group or (where it
+    # has one) its cgroup, is killed before the outcome is audited (HOOK-014, HOOK-015).
+    _kill_group(child.pid, signal.SIGKILL)
+    if cage is not None:
+        cage.kill()
     threads[1].join(READ_GRACE)  # a background process holding stderr open does not hold the audit
     outcome: dict[str, Any] = {
         "code": "hook_timed_out" if timed_out else ("ok" if code == 0 else "hook_failed"),

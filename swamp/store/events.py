@@ -14,6 +14,16 @@ was deleted is never mistaken for a position in the new one. Appends take an exc
 sequence number from the newest segment's tail, and write their lines in one write(2): cursors are
 gap-free and totally ordered whichever process appends. Every open refuses a symbolic link.
 
+Following: every line's cursor must follow the one before it (seq + 1, from the segment's first
+number on), and every segment the one before it (its first number is the last one's seq + 1);
+a line or a segment that does not (planted by someone who can write the folder, or an old
+version's) is skipped by appenders and readers alike and reported in `skipped` (EVENT-022), so
+one planted line with a huge cursor neither moves the numbering nor hides what follows. Where the
+log ends is kept in the lock file (the head: newest segment, its size and its last seq, written
+under the lock after each append), so an append reads no more than the tail of its segment;
+segments newer than the head, or of another epoch, are not the log's (EVENT-023). Cursors are
+ordered as numbers: at least 12 digits, at most MAX_DIGITS (an append past that is refused).
+
 Bounded: a segment is closed once it holds SEGMENT_BYTES and a new one begins; only the newest
 KEEP_SEGMENTS are kept (about 16 MiB). A cursor older than the oldest kept event is refused
 (`cursor_expired`, with the oldest cursor still usable in details), so a subscriber knows it missed
@@ -32,6 +42,8 @@ loaded 2-core machine, `workflow signal` interleaved with the tree before the lo
 median 312.8 ms before, 318.2 ms after (`python -c pass` 41.6 ms: 7.52x and 7.65x), within the
 noise; scripts/bench/serve's pipelined signals per second (400 runs, 3 bursts, two rounds) 143
 and 344 before, 176 and 303 after, the disk's durable-write floor moving more than either.
+Keeping the head (issue 26: read and check it, write it back) added about 15 us to an append
+(400 appends, each by a fresh EventLog: median 36 us before, 51 us after, on the same machine).
 """
 
 from __future__ import annotations
@@ -49,6 +61,8 @@ from .files import _CLOEXEC, _NOFOLLOW, _write_all, refuse_links
 from .repo import RepoLayout
 
 SEGMENT_BYTES = 2 * 1024 * 1024
+MAX_DIGITS = 18  # of a cursor's seq: at least 12, at most this (a PostgreSQL bigint holds it)
+_HEAD_BYTES = 68  # "<epoch>-<first, 18 digits> <size, 20 digits> <seq, 18 digits>\n"
 KEEP_SEGMENTS = 8
 LOCK_SECONDS = 5.0  # an append gives up (the events are lost, and said so) past this
 _HEX = frozenset("0123456789abcdef")
@@ -57,6 +71,10 @@ _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 def cursor_of(epoch: str, seq: int) -> str:
     return f"{epoch}-{seq:012d}"
+
+
+def _fits(seq: int) -> bool:
+    return seq < 10**MAX_DIGITS
 
 
 def check_cursor(
@@ -117,6 +135,10 @@ class EventLog:
         # The last segment retention could not drop, and why; app/publish.py says it once.
         self.retention_blocked: tuple[str, str] | None = None
         self.retention_warned = False
+        # What this process skipped as not following its predecessor (EVENT-022), each said once.
+        self.skipped: list[str] = []
+        self._skipped_at: set[tuple[str, int]] = set()
+        self._genuine: dict[tuple[str, int, int, int], bool] = {}  # (epoch, first, size, want)
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -124,16 +146,19 @@ class EventLog:
         """Append `events` (each gains its `cursor`, in place) in one write; the cursors given."""
         if not events:
             return []
-        with self._locked():
+        with self._locked() as lock:
             epoch, first, fd = self._newest_for_append()
             try:
-                last = self._last_seq(fd, first)
+                last = self._last_seq(fd, first, epoch)
                 if os.fstat(fd).st_size >= self.segment_bytes:
                     os.close(fd)
                     fd = -1
                     first = last + 1
                     fd = self._create(epoch, first)
+                    last = self._follow(fd, epoch, first, 0, first - 1)  # what it holds already
                     self._prune()
+                if not _fits(last + len(events)):
+                    raise OSError(errno.EOVERFLOW, "the event log's cursors would pass 18 digits", self.where)
                 cursors = []
                 lines = []
                 for offset, event in enumerate(events, start=1):
@@ -145,6 +170,7 @@ class EventLog:
                     cursors.append(cursor)
                     lines.append(_encode(stamped))
                 _write_all(fd, ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
+                _write_head(lock, epoch, first, os.fstat(fd).st_size, last + len(events))
                 return cursors
             finally:
                 if fd >= 0:
@@ -175,18 +201,18 @@ class EventLog:
                         ) from None
                     time.sleep(pause)
                     pause = min(pause * 2, 0.01)
-            yield
+            yield fd
         finally:
             os.close(fd)  # releases the lock
 
     def _newest_for_append(self) -> tuple[str, int, int]:
-        """(epoch, first seq, descriptor open for appending) of the newest segment, made when the
-        log has none."""
-        segments = self._segments()
-        if not segments:
+        """(epoch, first seq, descriptor open for appending) of the log's head segment, made (with
+        a new epoch) when the log has none."""
+        head = self._head(self._listing())
+        if head is None:
             epoch = os.urandom(4).hex()
             return epoch, 1, self._create(epoch, 1)
-        epoch, first = segments[-1]
+        epoch, first = head
         path = self._path(epoch, first)
         return epoch, first, os.open(path, os.O_RDWR | os.O_APPEND | _CLOEXEC | _NOFOLLOW)
 
@@ -216,32 +242,176 @@ class EventLog:
                 self.retention_blocked = (path, exc.strerror or str(exc))
                 return
 
-    def _last_seq(self, fd: int, first: int) -> int:
-        """The sequence number of the segment's last whole line (first - 1 when it has none). A
-        torn last line (a crash or a full disk mid-write) is closed with a newline first."""
+    def _last_seq(self, fd: int, first: int, epoch: str) -> int:
+        """The seq of the segment's last line that follows its predecessor (first - 1 when none
+        does). A torn last line (a crash or a full disk mid-write) is closed with a newline first."""
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             _write_all(fd, b"\n")
-        return _tail_seq(fd, first)
+        return self._end(fd, epoch, first)
+
+    def _end(self, fd: int, epoch: str, first: int) -> int:
+        """Where the segment's chain of lines ends: from the head kept in the lock file when it
+        names this segment (only what was appended since is read), else from its first line."""
+        head = self._read_head()
+        size = os.fstat(fd).st_size
+        if head is not None and head[:2] == (epoch, first) and head[2] <= size:
+            _, _, at, seq = head
+            # Believed only where the line it ends at says so (a head read while it was being
+            # written, or one forged, is not): then only what was appended since is followed.
+            if (at == 0 or os.pread(fd, 1, at - 1) == b"\n") and _tail_seq(fd, first, epoch, at) == seq:
+                return seq if at == size else self._follow(fd, epoch, first, at, seq)
+        return self._follow(fd, epoch, first, 0, first - 1)
+
+    def _follow(self, fd: int, epoch: str, first: int, offset: int, chain: int) -> int:
+        """The last seq of the chain that goes on from `chain` at byte `offset` of the segment;
+        every line on the way that does not follow is reported (EVENT-022)."""
+        size = os.fstat(fd).st_size
+        raw = os.pread(fd, max(0, size - offset), offset)
+        position = offset
+        for line in raw[: raw.rfind(b"\n") + 1].split(b"\n")[:-1]:
+            start = position
+            position += len(line) + 1
+            event = _event_of(line)
+            if event is None:
+                continue
+            seq = _seq(event["cursor"])
+            if event["cursor"][:8] != epoch or seq != chain + 1:
+                self._out_of_sequence(epoch, first, start, event["cursor"], cursor_of(epoch, chain))
+                continue
+            chain = seq
+        return chain
+
+    def _read_head(self) -> tuple[str, int, int, int] | None:
+        """(epoch, first, size, seq) of the head kept in the lock file; None when there is none
+        (a log an older swamp wrote) or it does not read as one."""
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY | _CLOEXEC | _NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            text = os.pread(fd, _HEAD_BYTES, 0)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        parts = text.decode("ascii", "replace").rstrip("\n").split(" ")
+        if len(text) != _HEAD_BYTES or len(parts) != 3 or not _is_cursor(parts[0]):
+            return None
+        if not (parts[1].isascii() and parts[1].isdigit() and parts[2].isascii() and parts[2].isdigit()):
+            return None
+        return parts[0][:8], int(parts[0][9:]), int(parts[1]), int(parts[2])
+
+    def _out_of_sequence(self, epoch: str, first: int, offset: int, cursor: str, after: str) -> None:
+        key = (f"{epoch}-{first:012d}", offset)
+        if key in self._skipped_at:
+            return
+        self._skipped_at.add(key)
+        self.skipped.append(
+            f"{self._shown(epoch, first)}, byte {offset}: a line with cursor {cursor[:40]} does not "
+            f"follow {after}"
+        )
+
+    def _foreign(self, epoch: str, first: int, why: str) -> None:
+        key = (f"{epoch}-{first:012d}", -1)
+        if key in self._skipped_at:
+            return
+        self._skipped_at.add(key)
+        self.skipped.append(f"{self._shown(epoch, first)}: a segment that does not follow the log ({why})")
+
+    def _shown(self, epoch: str, first: int) -> str:
+        return os.path.relpath(self._path(epoch, first), self.root)
+
+    def count_skipped(self) -> int:
+        """How many lines and segments the log holds that do not follow their predecessor
+        (`store status`, EVENT-022): the whole log is read."""
+        with contextlib.suppress(CursorExpired, CursorInvalid):
+            self.read(None, 1 << 62)
+        return len(self.skipped)
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def _segments(self) -> list[tuple[str, int]]:
-        """(epoch, first seq) of every segment of the current epoch, oldest first."""
+    def _listing(self) -> list[tuple[str, int]]:
+        """(epoch, first seq) of every file in the folder named like a segment, by first seq."""
         refuse_links(self.root, self.folder)
         try:
             names = os.listdir(self.folder)
         except FileNotFoundError:
             return []
-        found = []
-        for name in names:
-            if name.endswith(".jsonl") and _is_cursor(name[:-6]):
-                found.append((int(name[9:21]), name[:8]))
-        if not found:
-            return []
+        found = [
+            (int(name[9:-6]), name[:8]) for name in names if name.endswith(".jsonl") and _is_cursor(name[:-6])
+        ]
+        # One name a segment (`1` is `000000000001`, never `0000000000001`), or two files are one.
+        given = set(names)
+        found = [(first, epoch) for first, epoch in found if f"{epoch}-{first:012d}.jsonl" in given]
         found.sort()
-        epoch = found[-1][1]
-        return [(e, first) for first, e in found if e == epoch]
+        return [(epoch, first) for first, epoch in found]
+
+    def _head(self, listing: list[tuple[str, int]]) -> tuple[str, int] | None:
+        """The segment appended to last: the one the lock file's head names, or one that follows
+        it (a rollover whose head was not written); without a head (a log an older swamp wrote),
+        the newest. Never a newer segment that does not follow (EVENT-023)."""
+        if not listing:
+            return None
+        head = self._read_head()
+        if head is None or head[:2] not in listing:
+            return listing[-1]
+        epoch, first = head[:2]
+        while any(e == epoch and f > first for e, f in listing):
+            try:
+                fd = os.open(self._path(epoch, first), os.O_RDONLY | _CLOEXEC | _NOFOLLOW)
+            except FileNotFoundError:
+                break
+            try:
+                end = self._end(fd, epoch, first)
+            finally:
+                os.close(fd)
+            if (epoch, end + 1) not in listing:
+                break
+            first = end + 1
+        return epoch, first
+
+    def _segments(self) -> list[tuple[str, int]]:
+        """(epoch, first seq) of the log's segments, oldest first: the head and, going back,
+        each segment that holds the seq just before its successor's first. Any other file named
+        like a segment (another epoch, newer than the head, or one the chain does not pass
+        through) is not the log's: reported once and skipped (EVENT-023)."""
+        listing = self._listing()
+        head = self._head(listing)
+        if head is None:
+            return []
+        epoch, first = head
+        chain = [head]
+        want = first - 1
+        for e, f in reversed(listing):
+            if (e, f) == head:
+                continue
+            if e != epoch:
+                self._foreign(e, f, f"another log's epoch, not {epoch}")
+            elif f > first:
+                self._foreign(e, f, f"newer than the segment appended to last, {self._shown(epoch, first)}")
+            elif f <= want and self._holds(e, f, want):
+                chain.append((e, f))
+                want = f - 1
+            else:
+                self._foreign(e, f, f"it does not end where the next segment begins, at {cursor_of(e, want)}")
+        chain.reverse()
+        return chain
+
+    def _holds(self, epoch: str, first: int, seq: int) -> bool:
+        """Whether the segment holds a line with cursor `seq` (searched from its end)."""
+        try:
+            fd = os.open(self._path(epoch, first), os.O_RDONLY | _CLOEXEC | _NOFOLLOW)
+        except FileNotFoundError:
+            return False
+        try:
+            size = os.fstat(fd).st_size
+            key = (epoch, first, size, seq)
+            if key not in self._genuine:
+                self._genuine[key] = _holds_line(fd, size, f'{{"cursor":"{cursor_of(epoch, seq)}"'.encode())
+            return self._genuine[key]
+        finally:
+            os.close(fd)
 
     def _path(self, epoch: str, first: int) -> str:
         return f"{self.folder}/{epoch}-{first:012d}.jsonl"
@@ -263,7 +433,7 @@ class EventLog:
         except FileNotFoundError:
             return self.latest()  # pruned or replaced between the listing and the open
         try:
-            return cursor_of(epoch, _tail_seq(fd, first))
+            return cursor_of(epoch, self._end(fd, epoch, first))
         finally:
             os.close(fd)
 
@@ -273,9 +443,13 @@ class EventLog:
         found = self.latest()
         if found is not None:
             return found
-        with self._locked():
+        with self._locked() as lock:
             epoch, first, fd = self._newest_for_append()
-            os.close(fd)
+            try:
+                if self._read_head() is None:
+                    _write_head(lock, epoch, first, os.fstat(fd).st_size, self._last_seq(fd, first, epoch))
+            finally:
+                os.close(fd)
         found = self.latest()
         assert found is not None
         return found
@@ -309,8 +483,13 @@ class EventLog:
                 self.check(cursor_of(epoch, seq))  # pruned (or the log replaced) since: refused
             index = max(i for i, (_, first) in enumerate(segments) if first <= seq + 1)
             first = segments[index][1]
+            # A closed segment ends where the next begins: a line past that does not follow.
+            end = segments[index + 1][1] - 1 if index + 1 < len(segments) else None
             hint = self._hint
-            offset = hint[3] if hint is not None and hint[:3] == (epoch, seq, first) else 0
+            if hint is not None and hint[:3] == (epoch, seq, first):
+                offset, chain = hint[3], seq
+            else:
+                offset, chain = 0, first - 1
             try:
                 fd = os.open(self._path(epoch, first), os.O_RDONLY | _CLOEXEC | _NOFOLLOW)
             except FileNotFoundError:
@@ -321,18 +500,26 @@ class EventLog:
                 os.close(fd)
             position = offset
             for line in raw[: raw.rfind(b"\n") + 1].split(b"\n")[:-1]:  # whole lines only
+                start = position
                 position += len(line) + 1
                 event = _event_of(line)
-                if event is None or _seq(event["cursor"]) <= seq:
+                if event is None:
                     continue
+                number = _seq(event["cursor"])
+                if event["cursor"][:8] != epoch or number != chain + 1 or (end is not None and number > end):
+                    self._out_of_sequence(epoch, first, start, event["cursor"], cursor_of(epoch, chain))
+                    continue
+                chain = number
+                if number <= seq:
+                    continue  # before `after`
                 found.append(event)
-                seq = _seq(event["cursor"])
+                seq = number
                 self._hint = (epoch, seq, first, position)
                 if len(found) >= limit:
                     return found
-            if index + 1 >= len(segments):
+            if end is None:
                 return found
-            seq = max(seq, segments[index + 1][1] - 1)  # this segment is closed: on to the next
+            seq = max(seq, end)  # this segment is closed: on to the next
         return found
 
 
@@ -340,9 +527,11 @@ def _seq(cursor: str) -> int:
     return int(cursor[9:])
 
 
-def _tail_seq(fd: int, first: int) -> int:
-    """The sequence number of the last whole (newline-ended) readable line of a segment."""
-    size = os.fstat(fd).st_size
+def _tail_seq(fd: int, first: int, epoch: str | None = None, size: int | None = None) -> int:
+    """The sequence number of the last whole (newline-ended) readable line of a segment (of its
+    first `size` bytes)."""
+    if size is None:
+        size = os.fstat(fd).st_size
     span = 4096
     while True:
         start = max(0, size - span)
@@ -350,17 +539,31 @@ def _tail_seq(fd: int, first: int) -> int:
         end = tail.rfind(b"\n")
         lines = tail[: end + 1].split(b"\n")[:-1]
         for line in reversed(lines[0 if start == 0 else 1 :]):  # the first may be cut short
-            seq = _seq_of(line)
-            if seq is not None:
-                return seq
+            event = _event_of(line)
+            if event is not None and (epoch is None or event["cursor"][:8] == epoch):
+                return _seq(event["cursor"])
         if start == 0:
             return first - 1
         span *= 4
 
 
-def _seq_of(line: bytes) -> int | None:
-    event = _event_of(line)
-    return None if event is None else _seq(event["cursor"])
+def _holds_line(fd: int, size: int, prefix: bytes) -> bool:
+    """Whether a whole line of the file starts with `prefix`, searched from its end (where the
+    line a closed segment ends with is), in growing spans."""
+    span = 4096
+    while True:
+        start = max(0, size - span)
+        lines = os.pread(fd, size - start, start).split(b"\n")
+        if any(line.startswith(prefix) for line in lines[0 if start == 0 else 1 :]):
+            return True
+        if start == 0:
+            return False
+        span *= 4
+
+
+def _write_head(fd: int, epoch: str, first: int, size: int, seq: int) -> None:
+    """Where the log ends, into the lock file (held): one write of a fixed width."""
+    os.pwrite(fd, f"{epoch}-{first:018d} {size:020d} {seq:018d}\n".encode("ascii"), 0)
 
 
 def _event_of(line: bytes) -> dict[str, Any] | None:
@@ -378,10 +581,10 @@ def _event_of(line: bytes) -> dict[str, Any] | None:
 
 
 def _is_cursor(text: str) -> bool:
-    """`<8 lowercase hex digits>-<12 digits>` (a regular expression costs its compile at import:
-    this module is on the signal path)."""
+    """`<8 lowercase hex digits>-<12 to MAX_DIGITS digits>` (a regular expression costs its
+    compile at import: this module is on the signal path)."""
     return (
-        len(text) == 21
+        21 <= len(text) <= 9 + MAX_DIGITS
         and text[8] == "-"
         and _HEX.issuperset(text[:8])
         and text[9:].isascii()

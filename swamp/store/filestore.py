@@ -60,9 +60,11 @@ class FileStore:
 
     def status(self) -> dict[str, Any]:
         """What `swamp store status` shows (STORE-004); `runs` counts the records."""
+        from .events import EventLog
         from .runs import RunRepository
 
         runs = sum(1 for _ in RunRepository(self.layout).record_paths())
+        skipped = EventLog(self.layout).count_skipped()  # EVENT-022: shown only when it holds any
         return {
             "kind": self.kind,
             "location": ".swamp",
@@ -71,6 +73,7 @@ class FileStore:
             "expected": None,
             "current": True,
             "runs": runs,
+            **({"eventsSkipped": skipped} if skipped else {}),
         }
 
     def close(self) -> None:

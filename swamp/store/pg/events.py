@@ -41,6 +41,7 @@ class PgEventLog:
         self.warned = False
         self.retention_blocked: tuple[str, str] | None = None  # a DELETE drops what it must
         self.retention_warned = False
+        self.skipped: list[str] = []  # rows are numbered by the database: none is out of sequence
 
     def append(self, events: list[dict[str, Any]]) -> list[str]:
         """Append `events` (each gains its `cursor`, first, in place) in one transaction."""
