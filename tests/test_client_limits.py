@@ -227,3 +227,22 @@ def test_connect_refuses_a_listener_of_another_user_behind_a_socket_file_of_root
         os.close(ready_r)
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+# -- a connection serve turns away (SERVE-045) ------------------------------------------------------------
+
+
+def test_a_connection_past_max_connections_raises_serves_refusal(tmp_path: Path, sockdir: Path) -> None:
+    from helpers import make_repo
+
+    repo = make_repo(tmp_path / "repo")
+    path = sockdir / "serve.sock"
+    with Client.spawn(repo.root, args=["--socket", str(path), "--max-connections", "1"]) as serve:
+        with Client.connect(path) as first:
+            assert first.serve_status()["socket"] == str(path)
+            with Client.connect(path) as second, pytest.raises(ConnectionLost) as lost:
+                second.serve_status()
+            assert "refused the connection: too_many_requests" in lost.value.message
+            assert lost.value.details["refusal"]["details"] == {"maxConnections": 1}
+            assert first.serve_status()["shuttingDown"] is False
+        assert serve.serve_status()["shuttingDown"] is False

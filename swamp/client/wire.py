@@ -210,7 +210,10 @@ class Connection:
             with self._write:
                 self._send_line(line)
         except (OSError, ValueError):
-            self._end()  # the reader sees the end too; whichever comes first tells the calls
+            # The reader sees the end too, and may have read why (a refusal): let it tell first.
+            if threading.current_thread() is not self._thread:
+                self._thread.join(timeout=1)
+            self._end()
         return call
 
     def in_flight(self) -> int:
