@@ -104,14 +104,7 @@ def _hard_nofile() -> float:
     return float("inf") if hard == resource.RLIM_INFINITY else hard
 
 
-def _frames_until_closed(sock: socket.socket, timeout: float = 10) -> list[dict[str, Any]]:
-    sock.settimeout(timeout)
-    with contextlib.suppress(OSError), sock.makefile("r", encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines]
-    return []
-
-
-def _one_frame(sock: socket.socket, reader: Any) -> dict[str, Any]:
+def _one_frame(reader: Any) -> dict[str, Any]:
     line = reader.readline()
     return json.loads(line) if line else {}
 
@@ -155,8 +148,8 @@ def _subscribe_past_1024(swamp: str, root: Path) -> tuple[bool, str]:
 
 
 def _connection_flood(swamp: str, root: Path) -> tuple[bool, str]:
-    if _hard_nofile() < 1024:
-        return True, "skipped: the hard descriptor limit is below 1,024"
+    if _hard_nofile() < 1300:
+        return True, "skipped: the hard descriptor limit is below 1,300"
     _repo(swamp, root)
     sockdir = Path(tempfile.mkdtemp(prefix="swlim-", dir="/tmp"))
     path, log = sockdir / "serve.sock", root / "serve.log"
@@ -164,6 +157,14 @@ def _connection_flood(swamp: str, root: Path) -> tuple[bool, str]:
     mine = resource.getrlimit(resource.RLIMIT_NOFILE)
     if mine[0] != resource.RLIM_INFINITY and mine[0] < wanted + 100:  # this process holds them all
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted + 100, int(_hard_nofile())), mine[1]))
+    try:
+        return _flood(swamp, root, path, log, wanted)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, mine)
+        shutil.rmtree(sockdir, ignore_errors=True)
+
+
+def _flood(swamp: str, root: Path, path: Path, log: Path, wanted: int) -> tuple[bool, str]:
     proc = subprocess.Popen(
         [sys.executable, "-c", FILL, "1024", "3", swamp, "serve", "--socket", str(path)]
         + ["--log-file", str(log)],
@@ -186,8 +187,8 @@ def _connection_flood(swamp: str, root: Path) -> tuple[bool, str]:
         held_open.append(first)
         first_reader = first.makefile("r", encoding="utf-8")
         first.sendall(b'{"type":"serve.status","id":"warm"}\n')
-        _one_frame(first, first_reader)
-        _one_frame(first, first_reader)
+        _one_frame(first_reader)
+        _one_frame(first_reader)
         refused = 0
         while len(held_open) < wanted:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -212,9 +213,9 @@ def _connection_flood(swamp: str, root: Path) -> tuple[bool, str]:
                         refused += 1
             time.sleep(0.02)
         first.sendall(b'{"type":"events.subscribe","id":"sub","payload":{"timeout":0.3}}\n')
-        subscribed = _one_frame(first, first_reader)
+        subscribed = _one_frame(first_reader)
         first.sendall(b'{"type":"serve.status","id":"after"}\n')
-        frames = [_one_frame(first, first_reader) for _ in range(3)]
+        frames = [_one_frame(first_reader) for _ in range(3)]
         kinds = {f.get("id"): f.get("type") for f in [subscribed, *frames] if f.get("type") != "done"}
         alive = proc.poll() is None
     finally:
@@ -226,7 +227,6 @@ def _connection_flood(swamp: str, root: Path) -> tuple[bool, str]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        shutil.rmtree(sockdir, ignore_errors=True)
     text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
     expected_refused = wanted - 256
     held = (
