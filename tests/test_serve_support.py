@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from helpers import SWAMP, Repo, clean_env
 
+from swamp.client.client import peer_uid
+
 T0 = "2026-01-01T00:00:00Z"
 LATER = "2026-01-01T01:00:00Z"
 
@@ -43,10 +45,10 @@ class Client:
     def __init__(self, path: str | Path):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(str(path))
-        owner = os.stat(path).st_uid
+        owner = peer_uid(self.sock)  # who listens, from the kernel; not the path's owner (SERVE-046)
         if owner not in (os.getuid(), 0):  # a client sends nothing to a socket someone else put there
             self.sock.close()
-            raise PermissionError(f"{path} belongs to uid {owner}, not to this user")
+            raise PermissionError(f"{path} is served by uid {owner}, not by this user")
         self.frames: list[dict[str, Any]] = []
         self.lines: list[str] = []
         self.closed = False

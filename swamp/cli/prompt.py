@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import math
-import select
 import sys
 from typing import Any
 
 from ..domain.inputs import InputValidationService
+from ..store.notify import readable
 from .output import out, stdout, style
 from .terminal_text import shown, shown_doc
 
@@ -72,12 +72,12 @@ def _ask(prompt: str) -> str:
     """One line from the terminal (EOFError at end of input, KeyboardInterrupt on Ctrl-C).
 
     Not `input()`: a Ctrl-C that lands between the prompt being written and the read starting
-    would leave `input()` blocked in its read with the interrupt pending. Waiting in `select` with
+    would leave `input()` blocked in its read with the interrupt pending. Waiting in `poll` with
     a short timeout lets a pending Ctrl-C be raised within a quarter of a second."""
     out_stream = stdout()
     out_stream.write(shown(prompt))
     out_stream.flush()
-    while not select.select([sys.stdin], [], [], 0.25)[0]:
+    while not readable([sys.stdin.fileno()], 0.25):
         pass
     line = sys.stdin.readline()
     if not line:

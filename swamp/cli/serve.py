@@ -24,6 +24,14 @@ from .output import print_error
     "--max-runs", type=click.IntRange(min=1), metavar="N", help="At most N runs executing at once (N ≥ 1)."
 )
 @click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    metavar="N",
+    default=256,
+    show_default=True,
+    help="At most N --socket connections open at once; the next is refused with too_many_requests.",
+)
+@click.option(
     "--auto-continue",
     is_flag=True,
     help="Resume a run once its last wait is settled, by whichever process or host (serve follows "
@@ -49,6 +57,7 @@ def serve(
     ctx: click.Context,
     socket_path: str | None,
     max_runs: int | None,
+    max_connections: int,
     auto_continue: bool,
     enforce_deadlines: bool,
     grace: float,
@@ -72,6 +81,7 @@ def serve(
         repo_dir=_repo_dir(ctx, repo_dir),
         socket_path=socket_path,
         max_runs=max_runs,
+        max_connections=max_connections,
         auto_continue=auto_continue,
         enforce_deadlines=enforce_deadlines,
         grace=grace,

@@ -16,6 +16,7 @@ import contextlib
 import os
 import signal as signals
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -26,7 +27,7 @@ from typing import IO, Any, cast
 
 from . import results as r
 from .errors import ConnectionLost, SwampError
-from .wire import Call, Connection, Event
+from .wire import DROPPED, Call, Connection, Event
 
 OnEvent = Callable[[Event], None] | None
 PathArg = str | os.PathLike[str]
@@ -199,17 +200,21 @@ class Client:
 
     @classmethod
     def connect(cls, path: PathArg, *, repo_dir: PathArg | None = None) -> Client:
-        """Connect to `swamp serve --socket PATH`. Refuses (`socket_not_owned`) a socket that belongs
-        to another user, before sending anything. `repo_dir` is the default repository of every
+        """Connect to `swamp serve --socket PATH`. Refuses (`socket_not_owned`), before sending
+        anything, a connection whose other end runs as another user than you or root, as the kernel
+        says of the connected socket (SERVE-046). `repo_dir` is the default repository of every
         request (else serve's); raises `OSError` when nothing listens at PATH."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(os.fspath(path))
-            owner = os.stat(path).st_uid
+            owner = peer_uid(sock)
+            if owner is None:  # no way to ask the kernel here: the socket file's owner is all there is
+                owner = os.stat(path).st_uid
             if owner not in (os.getuid(), 0):  # someone else's socket may be collecting what we send
                 raise SwampError(
                     "socket_not_owned",
-                    f"{os.fspath(path)} belongs to uid {owner}, not to you; connect to your own serve",
+                    f"{os.fspath(path)} is served by uid {owner}, not by you; connect to your own "
+                    "serve (a socket in a directory only you can write, such as $XDG_RUNTIME_DIR)",
                     {"path": os.fspath(path), "owner": owner},
                 )
         except BaseException:
@@ -227,7 +232,10 @@ class Client:
                 {"path": os.fspath(path)},
             )
 
-        connection = Connection(reader, sock.sendall, ended)
+        def abort() -> None:
+            sock.shutdown(socket.SHUT_RDWR)
+
+        connection = Connection(reader, sock.sendall, ended, abort)
 
         def close(timeout: float) -> None:
             closing.set()
@@ -280,8 +288,9 @@ class Client:
     def request(
         self, request_type: str, payload: Mapping[str, Any] | None = None, on_event: OnEvent = None
     ) -> dict[str, Any]:
-        """Send a request and wait for its result `data` (the raw dict)."""
-        call = self.start(request_type, payload)
+        """Send a request and wait for its result `data` (the raw dict). Without `on_event` its
+        events are not kept."""
+        call = self._connection.start(request_type, dict(payload or {}), keep_events=on_event is not None)
         if on_event is not None:
             for event in call.events():
                 on_event(event)
@@ -649,6 +658,8 @@ class Subscription:
 
     Iterate it for the events; when the iteration ends, `outcome` says why (`timeout`, `cancelled`,
     `closed`, `shutdown`) and `cursor` is where to carry on (`client.subscribe(after=sub.cursor)`).
+    Events left unread too long are dropped for one `{"event": "events_dropped", "dropped": N,
+    "after": CURSOR}`: subscribing again after CURSOR gets them back (PROTO-034).
     `cursor` is also kept up to date while iterating, so after a `ConnectionLost` it names the last
     event this program saw. `close()` (or leaving a `with` block) stops it on serve.
     """
@@ -661,6 +672,8 @@ class Subscription:
 
     def __iter__(self) -> Iterator[Event]:
         for event in self.call.events():
+            if event.get("event") == DROPPED:  # events not read in time (PROTO-034): where to get them
+                event = {**event, "after": self.cursor}
             cursor = event.get("cursor")
             if isinstance(cursor, str):
                 self.cursor = cursor
@@ -691,6 +704,24 @@ class Subscription:
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The user ID of the process at the other end of a connected Unix socket, from the kernel
+    (Linux: SO_PEERCRED; macOS and the BSDs: LOCAL_PEERCRED's xucred); None where neither exists."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is not None:
+        raw = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("3i", raw)
+        return int(uid)
+    bsd = sys.platform == "darwin" or sys.platform.startswith("freebsd")
+    local_peercred = getattr(socket, "LOCAL_PEERCRED", 1 if bsd else None)
+    if local_peercred is None:
+        return None
+    # struct xucred (76 bytes): u_int cr_version; uid_t cr_uid; short cr_ngroups; gid_t cr_groups[16]
+    raw = sock.getsockopt(0, local_peercred, 76)  # level SOL_LOCAL, which is 0
+    _version, uid = struct.unpack_from("2I", raw)
+    return int(uid)
 
 
 def _absolute(path: PathArg | None) -> Path | None:

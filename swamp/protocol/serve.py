@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
+import json
 import os
 import signal
 import socket
@@ -58,6 +60,9 @@ SERVE_TYPES = frozenset({"serve.status", "cancel"})
 NO_REPO_TYPES = SERVE_TYPES | {"repo.init"}
 STREAMS = frozenset({"events.subscribe"})  # requests that last until stopped
 MAX_SUBSCRIPTIONS = 128
+MAX_CONNECTIONS = 256  # --max-connections' default: a few descriptors and two threads each
+REFUSED_READ_BYTES = 64 * 1024  # what a refused client already sent, read so its close is clean
+OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 RUN_TYPES = frozenset({"workflow.run", "workflow.resume"})
 
 
@@ -72,6 +77,7 @@ class ServeOptions:
     repo_dir: str | None = None
     socket_path: str | None = None
     max_runs: int | None = None
+    max_connections: int = MAX_CONNECTIONS
     auto_continue: bool = False
     enforce_deadlines: bool = False
     grace: float = 10.0
@@ -143,6 +149,8 @@ class Server:
         self.shutting_down = threading.Event()
         self.finished = threading.Event()
         self.connections = 0
+        self.open_connections = 0  # --socket connections being served now (SERVE-045)
+        self.refusing = False  # connections are being turned away: logged once until one closes
         self.writers: set[ConnectionWriter] = set()  # each socket connection's, to flush at the end
         self.listener: socket.socket | None = None
         self.ended: set[int] = set()  # connections whose input reached its end
@@ -580,16 +588,70 @@ class Server:
 
     def _accept(self) -> None:
         assert self.listener is not None
+        starved = False
         while not self.shutting_down.is_set():
             try:
                 client, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve_client, args=(client,), daemon=True).start()
+            except OSError as exc:
+                if exc.errno not in OUT_OF_DESCRIPTORS or self.shutting_down.is_set():
+                    return  # the listener was closed: shutdown
+                if not starved:
+                    self.log(
+                        f"cannot accept a connection ({os.strerror(exc.errno or 0)}); trying again as "
+                        "descriptors free up: lower --max-connections or raise the limit (ulimit -n)"
+                    )
+                starved = True
+                time.sleep(0.1)  # the pending connection waits in the listen queue meanwhile
+                continue
+            starved = False
+            with self.lock:
+                admitted = self.open_connections < self.options.max_connections
+                if admitted:
+                    self.open_connections += 1
+            if not admitted:
+                self._turn_away(client)
+                continue
+            try:
+                threading.Thread(target=self._serve_client, args=(client,), daemon=True).start()
+            except RuntimeError:  # no thread to be had: as if the limit were reached
+                self._closed_connection()
+                self._turn_away(client)
+
+    def _turn_away(self, client: socket.socket) -> None:
+        """Refuse a connection past --max-connections with a frame (SERVE-045), without a thread
+        or a wait: the frames fit an empty socket buffer, and what the client already sent is read
+        so that closing does not reset the connection before it reads them."""
+        limit = self.options.max_connections
+        with self.lock:
+            first, self.refusing = not self.refusing, True
+        if first:
+            self.log(f"{limit} connections are open (--max-connections): refusing new ones until one closes")
+        error = TooManyRequests(
+            f"swamp serve already has {limit} connections open (--max-connections); close one of "
+            "yours or try again later",
+            {"maxConnections": limit},
+        )
+        frames = [{"type": "error", "id": None, "error": error.to_dict()}, {"type": "done", "id": None}]
+        data = "".join(json.dumps(f, separators=(",", ":")) + "\n" for f in frames).encode()
+        try:
+            client.setblocking(False)
+            with contextlib.suppress(OSError):
+                client.send(data)
+                client.shutdown(socket.SHUT_WR)
+            with contextlib.suppress(OSError):
+                client.recv(REFUSED_READ_BYTES)
+        finally:
+            client.close()
+
+    def _closed_connection(self) -> None:
+        with self.lock:
+            self.open_connections -= 1
+            self.refusing = False
 
     def _serve_client(self, client: socket.socket) -> None:
         reader = client.makefile("rb")
         number = self.next_connection()
+        writer: ConnectionWriter | None = None
 
         def cut_off(unsent: int) -> None:
             self.log(
@@ -597,10 +659,10 @@ class Server:
                 f"(more than {MAX_UNREAD_BYTES}); its requests go on without it"
             )
 
-        writer = ConnectionWriter(client, cut_off)
-        with self.lock:
-            self.writers.add(writer)
         try:
+            writer = ConnectionWriter(client, cut_off)
+            with self.lock:
+                self.writers.add(writer)
             actor = peer_actor(client)
             self.read_connection(reader, writer, number, actor)
             # Only this connection's requests: another client's subscription may last for days,
@@ -609,9 +671,14 @@ class Server:
             writer.finish()
         except (OSError, ValueError):
             pass  # the client went away; its requests finish without it
+        except RuntimeError:  # no thread could be started for it (its frames, a subscription)
+            self.log(f"connection {number}: closed, no thread could be started for it")
         finally:
-            with self.lock:
-                self.writers.discard(writer)
+            if writer is not None:
+                with self.lock:
+                    self.writers.discard(writer)
+            # Its place is free before it is closed: a client that sees it end may connect again.
+            self._closed_connection()
             for handle in (reader, client):
                 with contextlib.suppress(OSError, ValueError):
                     handle.close()

@@ -15,11 +15,15 @@ created later (a journal), or appended to is seen; only events about the watched
 swap and temp files, which start with "." + the name) wake the caller. A folder that does not
 exist yet is watched through the nearest one that does, and the watches are armed again after each
 wake-up. Issue 16 reuses this module.
+
+Waiting on descriptors is `readable()` (poll, not select: select cannot wait on a descriptor
+numbered 1,024 or more, which a serve with many connections and subscriptions reaches; SERVE-044).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import select
 import struct
@@ -52,6 +56,16 @@ _MASK = (
     | _IN_MOVE_SELF
 )
 _HEADER = struct.Struct("iIII")
+
+
+def readable(fds: Iterable[int], timeout: float | None) -> bool:
+    """Wait until one of `fds` can be read (or has hung up), or `timeout` seconds (None: no limit)
+    pass; whether one can. Any descriptor number works, unlike select()'s."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+    milliseconds = None if timeout is None else max(0, math.ceil(timeout * 1000))
+    return bool(poller.poll(milliseconds))
 
 
 class Changes:
@@ -189,8 +203,7 @@ class _Inotify:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([self.fd], [], [], left)
-            if not ready:
+            if not readable([self.fd], left):
                 return False
             if self._relevant():
                 return True

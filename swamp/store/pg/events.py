@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import select
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from ..events import check_cursor, cursor_of
-from ..notify import POLL_SECONDS, Changes
+from ..notify import POLL_SECONDS, Changes, readable
 from .connection import Database, quote_ident
 
 KEEP = 100_000  # events kept; older cursors are refused with cursor_expired
@@ -189,8 +188,8 @@ class Listener:
                 fds.append(inotify.fd)
             elif self._changes is not None:  # the journal is polled: wake to look at it
                 left = POLL_SECONDS if left is None else min(left, POLL_SECONDS)
-            with contextlib.suppress(InterruptedError, ValueError, OSError):
-                select.select(fds, [], [], left)
+            with contextlib.suppress(OSError):  # a connection closed under us: the next _drain sees it
+                readable(fds, left)
 
 
 def RunChanges(db: Database, run_id: str, journal_path: str) -> Listener:  # noqa: N802 - a factory
