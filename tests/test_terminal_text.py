@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 import pytest
 from helpers import SWAMP, clean_env, job, make_repo, run_swamp, sh
@@ -168,3 +169,27 @@ def test_completion_escapes_descriptions_and_offers_no_name_holding_a_control_ch
     repo.write_workflow("bad\x1b]0;t\x07name", [job("main", sh("s", "true"))])
     offered = zsh("swamp workflow run b")
     assert not any(RAW.search(line) for line in offered), offered
+
+
+def test_serves_log_shows_a_socket_path_with_control_characters_as_escapes(tmp_path):
+    """CLI-030 for `swamp serve`'s own log (stderr or --log-file): a path, a name or a message in a
+    log line is shown as for log mode."""
+    repo = make_repo(tmp_path / "repo")
+    socket = tmp_path / "s\x1b]0;owned\x07.sock"
+    log = tmp_path / "serve.log"
+    serve = subprocess.Popen(
+        [SWAMP, "serve", "--socket", str(socket), "--log-file", str(log)],
+        cwd=repo.root, env=clean_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(600):  # until it says where it listens (at most a minute)
+            if log.exists() and "ready" in log.read_text(errors="replace"):
+                break
+            time.sleep(0.1)
+        serve.terminate()
+        serve.wait(timeout=60)
+    finally:
+        serve.kill()
+    text = log.read_text(encoding="utf-8", errors="surrogateescape")
+    assert "listening on" in text and "s\\x1b]0;owned\\x07.sock" in text, text
+    assert not RAW.search(text.replace("\n", "")), text

@@ -36,6 +36,7 @@ from .. import __version__
 from ..domain.actors import Actor
 from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
 from ..domain.run import parse_iso
+from ..domain.visible import shown
 from ..engine.ports import HOSTED_RUNS, RunHooks
 from .autocontinue import Follower
 from .connection import MAX_UNREAD_BYTES, ConnectionWriter
@@ -171,7 +172,7 @@ class Server:
     def log(self, message: str) -> None:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         with contextlib.suppress(OSError, ValueError):
-            self._log_stream.write(f"{stamp} swamp serve: {message}\n")
+            self._log_stream.write(f"{stamp} swamp serve: {shown(message)}\n")  # names, messages: CLI-030
             self._log_stream.flush()
 
     # -- requests ----------------------------------------------------------------------------------
