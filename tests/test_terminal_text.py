@@ -193,3 +193,15 @@ def test_serves_log_shows_a_socket_path_with_control_characters_as_escapes(tmp_p
     text = log.read_text(encoding="utf-8", errors="surrogateescape")
     assert "listening on" in text and "s\\x1b]0;owned\\x07.sock" in text, text
     assert not RAW.search(text.replace("\n", "")), text
+
+
+def test_a_json_document_is_utf8_when_an_argument_is_not(tmp_path):
+    """CLI-030: the refusal of `workflow run <0xff>` names the argument escaped, not as a raw byte."""
+    repo = make_repo(tmp_path / "repo")
+    done = subprocess.run(
+        [SWAMP, "workflow", "run", os.fsdecode(b"x\xffy"), "--json"], cwd=repo.root, env=clean_env(),
+        capture_output=True, timeout=60,
+    )  # fmt: skip
+    document = json.loads(done.stdout.decode("utf-8"))  # strict: a raw 0xff fails here
+    assert done.returncode == 3 and document["error"]["code"] == "workflow_not_found"
+    assert "x\udcffy" in document["error"]["message"]
