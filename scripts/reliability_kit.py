@@ -1034,6 +1034,7 @@ def trial_serve_kill_subscription(base: Path, rng: random.Random, runs: int = 4)
             tally.violations.append(f"log of run {doc['id'][:8]} does not match its record")
     counts = f"streamed {len(streamed)} events ({len(got_first)} before the kill)"
     tally.notes.append(f"{counts}; the log has {len(expected)}")
+    return tally
 
 # -- trials: early signals racing the step that opens their wait (WAIT-075) -------------------------
 
