@@ -25,7 +25,8 @@ from typing import Any
 from ..domain import suggested
 from ..domain.errors import ClaimTimeout, SwampError
 from ..domain.held import HeldSignal, SignalHeld, apply_held, closed_error, reserved_schema
-from ..domain.run import JobRun, StepRun, WorkflowRun, empty_payload, iso
+from ..domain.instants import iso
+from ..domain.run import JobRun, StepRun, WorkflowRun, empty_payload
 from ..domain.waits import (
     PayloadInvalid,
     PayloadMalformed,

@@ -78,7 +78,7 @@ def _start_hooks(app: App, run: WorkflowRun, changes: list[dict[str, Any]]) -> N
 
         start_hooks(app, run, changes)
     except Exception as exc:  # noqa: BLE001 - an observer never fails the save
-        from ..domain.run import iso
+        from ..domain.instants import iso
 
         for event in changes:
             for hook in app.settings.hooks_for(event):

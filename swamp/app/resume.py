@@ -15,8 +15,9 @@ from ..domain.errors import (
     WorkflowInvalid,
     WorkflowNotFound,
 )
+from ..domain.instants import iso
 from ..domain.retry import steps_to_reset
-from ..domain.run import WorkflowRun, iso
+from ..domain.run import WorkflowRun
 from ..engine.executor import WorkflowExecutor
 from ..engine.ports import Emit
 from .access import resolve_run

@@ -14,7 +14,8 @@ from typing import Any
 
 from ..domain import suggested
 from ..domain.errors import RunNotFound, SwampError
-from ..domain.run import JobRun, StepRun, WorkflowRun, iso
+from ..domain.instants import iso
+from ..domain.run import JobRun, StepRun, WorkflowRun
 from ..domain.waits import SignalReceipt, SignalWait, WaitNotFound, check_wait_id
 from .context import App
 from .views import wait_command

@@ -23,7 +23,8 @@ from typing import Any
 
 from ..domain import suggested
 from ..domain.errors import ShuttingDown
-from ..domain.run import WorkflowRun, iso
+from ..domain.instants import iso
+from ..domain.run import WorkflowRun
 from ..engine.ports import Emit
 from ..store.journal import RunJournal
 from .context import App

@@ -63,6 +63,6 @@ class ApprovalGate:
     }
 
     def is_expired(self, now: dt.datetime) -> bool:
-        from .run import parse_iso
+        from .instants import parse_iso
 
         return self.deadline is not None and now > parse_iso(self.deadline)

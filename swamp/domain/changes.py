@@ -42,8 +42,8 @@ def run_state(run: WorkflowRun) -> RunState:
 
 def run_changes(before: RunState | None, run: WorkflowRun, now: dt.datetime) -> list[dict[str, Any]]:
     """The events between `before` (None: the run was never saved) and `run` as it is now."""
+    from .instants import iso
     from .records import write_record
-    from .run import iso
 
     at = iso(now)
     known = before.waits if before is not None else {}

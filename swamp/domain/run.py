@@ -25,6 +25,7 @@ from .errors import (
     StepNotWaiting,
     SwampError,
 )
+from .instants import iso, parse_iso
 from .records import (
     ANY,
     BOOL,
@@ -104,15 +105,6 @@ TERMINAL_STEP = frozenset({"succeeded", "failed", "skipped"})
 TERMINAL_JOB = frozenset({"succeeded", "failed", "skipped"})
 TERMINAL_RUN = frozenset({"succeeded", "failed", "cancelled"})
 WAITING_STEP = frozenset({"waiting", "waiting_approval"})
-
-
-def iso(moment: dt.datetime) -> str:
-    """UTC timestamp with milliseconds, as every record field is written."""
-    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_iso(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(dt.UTC)
 
 
 def _duration_ms(started: str | None, completed: str | None) -> int | None:

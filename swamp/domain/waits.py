@@ -184,7 +184,7 @@ class SignalWait:
     ) -> SignalWait:
         """A wait opening now, under the ID reserved for its step when there is one (WAIT-066)."""
         from .deadlines import deadline_after
-        from .run import iso, parse_iso
+        from .instants import iso, parse_iso
 
         opened = iso(now)
         return cls(
@@ -197,12 +197,12 @@ class SignalWait:
         )
 
     def is_expired(self, now: dt.datetime) -> bool:
-        from .run import parse_iso
+        from .instants import parse_iso
 
         return now > parse_iso(self.deadline)
 
     def seconds_left(self, now: dt.datetime) -> float:
-        from .run import parse_iso
+        from .instants import parse_iso
 
         return (parse_iso(self.deadline) - now).total_seconds()
 

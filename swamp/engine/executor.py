@@ -21,7 +21,8 @@ from ..domain.definition import Job, Step, Workflow
 from ..domain.errors import ExpressionError
 from ..domain.expressions import Scope, is_truthy, whole_expression
 from ..domain.graph import Node, topological_levels
-from ..domain.run import WAITING_STEP, JobRun, StepRun, WorkflowRun, iso
+from ..domain.instants import iso
+from ..domain.run import WAITING_STEP, JobRun, StepRun, WorkflowRun
 from . import foreach
 from .ports import EngineServices
 from .tasks import dispatch

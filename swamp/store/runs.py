@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 
 from ..domain.changes import RunState, run_state
 from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
-from ..domain.run import WorkflowRun, parse_iso
+from ..domain.instants import parse_iso
+from ..domain.run import WorkflowRun
 from ..domain.runref import check_run_ref, is_run_id
 from .files import append_line, read_file, refuse_links, write_atomic, write_record, write_replace
 from .repo import RepoLayout

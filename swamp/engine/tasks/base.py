@@ -9,7 +9,8 @@ from typing import Any
 
 from ...domain.definition import Step
 from ...domain.expressions import Scope
-from ...domain.run import JobRun, StepRun, WorkflowRun, iso
+from ...domain.instants import iso
+from ...domain.run import JobRun, StepRun, WorkflowRun
 from ..ports import EngineServices
 
 
