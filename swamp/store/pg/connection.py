@@ -249,8 +249,3 @@ def _broken() -> tuple[type[BaseException], ...]:
     if psycopg is None:
         return (lean.OperationalError,)
     return (lean.OperationalError, psycopg.OperationalError, psycopg.InterfaceError)
-
-
-def quote_ident(name: str) -> str:
-    """A SQL identifier, quoted (a schema name from the address)."""
-    return '"' + name.replace('"', '""') + '"'

@@ -23,7 +23,8 @@ from typing import Any
 
 from ..events import check_cursor, cursor_of
 from ..notify import POLL_SECONDS, Changes, readable
-from .connection import Database, quote_ident
+from .connection import Database
+from .idents import quote_ident
 
 KEEP = 100_000  # events kept; older cursors are refused with cursor_expired
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode

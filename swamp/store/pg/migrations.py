@@ -12,7 +12,8 @@ import os
 from typing import Any
 
 from ...domain.errors import StoreSchemaMismatch
-from .connection import Database, quote_ident
+from .connection import Database
+from .idents import quote_ident
 
 MIGRATE_LOCK = 0x5357414D50  # "SWAMP": the advisory lock key migrations hold
 

@@ -15,6 +15,8 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .idents import quote_ident
+
 if TYPE_CHECKING:
     from .connection import Database
 
@@ -49,8 +51,6 @@ class Rights:
 def missing_rights(db: Database, *, migrating: bool = False) -> Rights:
     """What the connected role lacks (nothing found: unknown, for instance when the catalog
     cannot be read now; the refusal is said either way)."""
-    from .connection import quote_ident
-
     found = Rights()
     with contextlib.suppress(Exception), db.fresh() as conn:  # the thread's may be mid-transaction
         schema = db.schema
