@@ -106,7 +106,7 @@ if _GC_WAS_ENABLED:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if {"--json", "--jsonl"} & set(args):
-        from .output import protect_stdout
+        from ..protocol.channel import protect_stdout
 
         protect_stdout()
     try:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, TextIO
+from typing import Any
 
 from ..domain.errors import SwampError
+from ..protocol.channel import stdout
 from .terminal_text import own_line, shown
 
 
@@ -43,27 +44,6 @@ def style(
     if color:
         codes.append(palette[color])
     return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if codes else text
-
-
-class _Channel:
-    """Where swamp's own output goes. In JSON modes stdout must carry our documents or frames
-    only, so `protect_stdout` moves file descriptor 1 to stderr (anything a model method or its
-    subprocess prints lands there) and keeps a private handle on the real stdout for us."""
-
-    stream: TextIO | None = None
-
-
-def protect_stdout() -> TextIO:
-    if _Channel.stream is None:
-        sys.stdout.flush()
-        private = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="surrogateescape")
-        os.dup2(2, 1)
-        _Channel.stream = private
-    return _Channel.stream
-
-
-def stdout() -> TextIO:
-    return _Channel.stream or sys.stdout
 
 
 def out(line: str = "") -> None:

@@ -448,6 +448,6 @@ def _implied(line: str, number: int, request_type: str) -> tuple[Any, str, Any]:
 
 
 def serve_stdio(repo_dir: str | None = None, implied_type: str | None = None) -> int:
-    from ..cli.output import protect_stdout
+    from .channel import protect_stdout
 
     return serve(sys.stdin.buffer, protect_stdout(), repo_dir=repo_dir, implied_type=implied_type)

@@ -774,7 +774,7 @@ def run_server(options: ServeOptions) -> int:
     if options.enforce_deadlines:
         threading.Thread(target=server.enforce_deadlines, name="swamp-serve-deadlines", daemon=True).start()
     stdin = sys.stdin.buffer
-    from ..cli.output import protect_stdout
+    from .channel import protect_stdout
 
     frames_out = protect_stdout()
     stdout_writer = StreamWriter(frames_out)
