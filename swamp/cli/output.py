@@ -63,7 +63,7 @@ def err(line: str = "") -> None:
 def print_json(doc: Any) -> None:
     """The document, UTF-8 whatever it holds: a lone surrogate (an argument that was not UTF-8,
     decoded by Python with surrogateescape) is written as its JSON escape, never as a raw byte,
-    as JSON-lines frames are (protocol/jsonl.py encode_frame)."""
+    as JSON-lines frames are (protocol/frames.py encode_frame)."""
     stream = stdout()
     text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
     try:

@@ -23,7 +23,7 @@ import socket
 import threading
 from collections.abc import Callable
 
-from .jsonl import FrameWriter
+from .frames import FrameWriter
 
 MAX_UNREAD_BYTES = 4 * 1024 * 1024
 

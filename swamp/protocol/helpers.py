@@ -354,7 +354,7 @@ def warm() -> None:
     from ..app import signals  # noqa: F401
     from ..domain import fastschema, inputs  # noqa: F401
     from ..store.files import _exchange_supported
-    from . import jsonl, requests  # noqa: F401
+    from . import frames, requests  # noqa: F401
 
     _exchange_supported()  # loads ctypes and looks up renameat2 once
     from .payloads import request_schemas
@@ -413,7 +413,7 @@ def answer_here(request: Request, write_lines: Callable[[str], None], done: Call
 
 def _frames_for(frame: str, number: int, repo_dir: str | None, actor: Actor | None = None) -> str:
     """The frames that answer one request line, its frame parsed again from the line as read."""
-    from .jsonl import BadFrame, FrameWriter, answer, parse_frame, refuse
+    from .frames import BadFrame, FrameWriter, answer, parse_frame, refuse
     from .requests import handle
 
     buffer = io.StringIO()
