@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..app.events import KINDS
-from ..domain.errors import SwampError
+from ..domain.errors import EXIT_SIGINT, SwampError
 from .common import _as_json, _finite, _repo_dir, click, output_options
 from .output import err, out, print_error, print_json, style
 from .terminal_text import shown, shown_doc
@@ -105,7 +105,7 @@ def events(
             print_json({"events": seen, "cursor": cursor, "outcome": "cancelled"})
         elif cursor:
             err(f"Stopped. Go on from here with: swamp events --after {shown(cursor)}")
-        ctx.exit(130)
+        ctx.exit(EXIT_SIGINT)
     if use_json:
         print_json({"events": seen, **data})
         return

@@ -22,9 +22,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ..domain.errors import EXIT_SIGINT, EXIT_SIGTERM
 from ..engine.ports import HOSTED_RUNS, RunHooks
 
-EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
+EXIT_CODES = {"SIGINT": EXIT_SIGINT, "SIGTERM": EXIT_SIGTERM}
 ACTIONS = {"SIGINT": "Ctrl-C (SIGINT)", "SIGTERM": "SIGTERM"}
 
 
@@ -59,13 +60,13 @@ class Interruption:
             executors = list(self._executors)
         if self.signal is not None:  # a second signal while stopping: exit at once
             _say(f"\n{ACTIONS.get(name, name)} again: exiting now; the run is left interrupted")
-            os._exit(EXIT_CODES.get(self.signal, 130))
+            os._exit(EXIT_CODES.get(self.signal, EXIT_SIGINT))
         if not executors:  # no run is executing here: the signal's usual meaning
             if not self._executed:
                 _say(f"Interrupted ({ACTIONS.get(name, name)}) before a run started executing here")
             if signum == signal.SIGINT:
                 raise KeyboardInterrupt
-            raise SystemExit(EXIT_CODES.get(name, 143))
+            raise SystemExit(EXIT_CODES.get(name, EXIT_SIGTERM))
         self.signal = name
         width = self._status_width() if callable(self._status_width) else 0
         runs = ", ".join(str(executor.run.id) for executor in executors)

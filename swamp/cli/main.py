@@ -17,7 +17,7 @@ _GC_WAS_ENABLED = gc.isenabled()
 gc.disable()
 
 from .. import __version__  # noqa: E402
-from ..domain.errors import EXIT_USAGE, SwampError  # noqa: E402
+from ..domain.errors import EXIT_SIGINT, EXIT_USAGE, SwampError  # noqa: E402
 from .common import LazyGroup, click  # noqa: E402
 from .output import print_error, print_json  # noqa: E402
 
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
             exc.show()
         code = EXIT_USAGE
     except click.exceptions.Abort:
-        code = 130
+        code = EXIT_SIGINT
     except SwampError as exc:
         print_error(exc, "--json" in args)
         code = exc.exit_code

@@ -194,7 +194,7 @@ def _at_terminal(ctx: click.Context, as_json: bool) -> bool:
 def _prompted(ctx: click.Context, address: dict[str, Any], repo_dir: str | None) -> bytes:
     """Ask for the payload of the wait `address` names; nothing is sent if the person cancels.
     A wait that is not open is not asked about: the signal request then refuses it as usual."""
-    from ..domain.errors import SwampError
+    from ..domain.errors import EXIT_FAILED, EXIT_SIGINT, SwampError
     from ..protocol.requests import handle
     from .common import _repo_dir
     from .output import err, print_error
@@ -212,10 +212,10 @@ def _prompted(ctx: click.Context, address: dict[str, Any], repo_dir: str | None)
         return ask_payload(wait)
     except (KeyboardInterrupt, EOFError):
         err("\nCancelled: nothing was sent.")
-        ctx.exit(130)
+        ctx.exit(EXIT_SIGINT)
     except Declined:
         err("Not sent.")
-        ctx.exit(1)
+        ctx.exit(EXIT_FAILED)
 
 
 @click.command("waits")

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain.errors import EXIT_FAILED
+from ..domain.errors import EXIT_FAILED, EXIT_SIGINT, EXIT_WATCH_TIMEOUT
 from .common import call, click, output_options
 from .output import out, style
 from .terminal_text import shown, shown_doc
 
-EXIT_WATCH_TIMEOUT = 4
 
 def _timeout_option(func: Any) -> Any:
     from .common import _finite
@@ -72,7 +71,7 @@ def workflow_watch(
         from .output import err
 
         err(f"Stopped watching; the run goes on. Watch it again with: swamp workflow watch {shown(run)}")
-        ctx.exit(130)
+        ctx.exit(EXIT_SIGINT)
 
 
 def watch_exit(data: dict[str, Any]) -> int:

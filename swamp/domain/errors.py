@@ -2,7 +2,8 @@
 
 The code is the contract (other programs branch on it); the message is for people and always says
 what to do next. Exit codes follow DESIGN.md: 3 for a refusal by a rule, 75 for a claim that could
-not be had in time, 2 for bad usage, 1 for anything unexpected.
+not be had in time, 2 for bad usage, 1 for anything unexpected. Every exit code swamp's commands
+use is named here (EXIT_*), so a number means the same thing in every file.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_REFUSED = 3
+EXIT_WATCH_TIMEOUT = 4  # a watch's --timeout passed while the run had not ended (WATCH-002)
 EXIT_RETRY = 75
+EXIT_SIGINT = 130  # stopped by Ctrl-C (128 + SIGINT), also when the run is shown first (CLI-006)
+EXIT_SIGTERM = 143  # stopped by SIGTERM (128 + SIGTERM)
 
 
 class SwampError(Exception):
