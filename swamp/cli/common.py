@@ -342,10 +342,10 @@ def run_rendering(
     progress: Callable[[dict[str, Any]], None],
     exit_code: Callable[[dict[str, Any]], int],
 ) -> dict[str, Any]:
-    """`call`'s rendering arguments for run and resume, and with --watch (cli/watch.py)."""
+    """`call`'s rendering arguments for run and resume, and with --watch (cli/watch_render.py)."""
     if not watch:
         return {"render": render, "progress": progress, "exit_code": exit_code}
-    from .watch import then_watch, watch_exit, watch_outcome
+    from .watch_render import then_watch, watch_exit, watch_outcome
 
     return {"render": watch_outcome, "progress": progress, "exit_code": watch_exit, "then": then_watch(None)}
 

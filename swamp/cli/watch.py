@@ -1,17 +1,14 @@
-"""workflow watch, and `--watch` on run and resume: block until a run ends, printing what changes.
-
-Journal events are printed by the same renderer as `workflow run` (render.RunProgress); the facts
-that only the record shows (a wait settled, a gate decided, the run's status) by WatchProgress.
-"""
+"""workflow watch: block until a run ends, printing what changes (shown by watch_render.py, which
+`--watch` on run and resume uses too)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..domain.errors import EXIT_FAILED, EXIT_SIGINT, EXIT_WATCH_TIMEOUT
+from ..domain.errors import EXIT_SIGINT
 from .common import call, click, output_options
-from .output import out, style
-from .terminal_text import shown, shown_doc
+from .terminal_text import shown
+from .watch_render import WatchProgress, watch_exit, watch_outcome
 
 
 def _timeout_option(func: Any) -> Any:
@@ -72,115 +69,3 @@ def workflow_watch(
 
         err(f"Stopped watching; the run goes on. Watch it again with: swamp workflow watch {shown(run)}")
         ctx.exit(EXIT_SIGINT)
-
-
-def watch_exit(data: dict[str, Any]) -> int:
-    outcome = data.get("watch", {}).get("outcome")
-    if outcome == "timeout":
-        return EXIT_WATCH_TIMEOUT
-    if outcome == "interrupted" or data.get("status") in ("failed", "cancelled"):
-        return EXIT_FAILED
-    return 0
-
-
-class WatchProgress:
-    """Prints a watch's events: the engine's own through RunProgress, and the record's facts."""
-
-    def __init__(self, *, quiet_start: bool = False) -> None:
-        from .render import RunProgress
-
-        self.steps = RunProgress()
-        self.quiet_start = quiet_start  # `run --watch` has just printed where the run stands
-        self._first = True
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        from .render import status_text
-
-        event = shown_doc(event)  # CLI-030: the journal's lines are anyone's text
-        kind = event.get("event")
-        first, self._first = self._first, False
-        if kind == "run_status":
-            if first and self.quiet_start or event.get("status") in ("succeeded", "failed", "cancelled"):
-                return  # the outcome says how it ended
-            verb = "Watching" if first else "Now"
-            out(
-                f"{verb}: run {event.get('runId')} (workflow {event.get('workflow')}) is "
-                f"{status_text(str(event.get('status')))}"
-            )
-            for command in event.get("next") or []:
-                out(f"  Next: {command}")
-        elif kind == "wait_settled":
-            by = f" from {event['submittedBy']}" if event.get("submittedBy") else ""
-            what = {"received": "signal accepted", "rejected": "rejected", "timed_out": "timed out"}
-            outcome = str(event.get("outcome"))
-            line = f"{event.get('job')} │ ✉ {event.get('step')}: {what.get(outcome, outcome)}"
-            out(f"{style(line, 'blue')}{by} ({event.get('waitId')})")
-        elif kind == "gate_decided":
-            verdict = style("approved", "green") if event.get("approved") else style("rejected", "red")
-            reason = f": {event['reason']}" if event.get("reason") else ""
-            out(
-                f"{style(str(event.get('job')), 'blue')} │ ⚖ {event.get('step')} {verdict} by "
-                f"{event.get('decidedBy')}{reason}"
-            )
-        elif kind == "journal_truncated":
-            dropped = "output lines" if event.get("dropping") == "step_output" else "events"
-            note = f"(the run's journal is full: later {dropped} are not shown; the record has them)"
-            out(style(note, dim=True))
-        elif kind == "step_waiting" and event.get("kind") == "signal":
-            self.steps(event)
-            out(f"  Send it: swamp workflow signal {event.get('waitId')} --payload '<json>'")
-        else:
-            self.steps(event)
-
-
-def watch_outcome(doc: dict[str, Any]) -> None:
-    from .render import run_outcome, status_text
-
-    doc = shown_doc(doc)
-    outcome = doc.get("watch", {}).get("outcome")
-    if outcome == "timeout":
-        out()
-        out(
-            f"{status_text(doc['status'])}: run {doc['id']} (workflow {doc['workflowName']}) is still "
-            f"{doc['status']}; stopped watching (--timeout)"
-        )
-        out(f"  Watch again: swamp workflow watch {doc['id']}")
-        return
-    if outcome == "interrupted":
-        steps = [s for j in doc.get("jobs", []) for s in j.get("steps", [])]
-        # Where it stopped: a step recorded running, else the first one that had not finished.
-        running = [s["name"] for s in steps if s.get("status") == "running"]
-        unfinished = [s["name"] for s in steps if s.get("status") not in ("succeeded", "skipped")]
-        step = (running or unfinished or ["STEP"])[0]
-        out()
-        out(
-            f"{status_text('failed')}: run {doc['id']} (workflow {doc['workflowName']}) was interrupted: "
-            "the process running it stopped"
-        )
-        out(f"  Retry it with: swamp workflow resume {doc['workflowName']} --run {doc['id']} --from {step}")
-        return
-    run_outcome(doc)
-
-
-def then_watch(timeout: float | None) -> Any:
-    """For `run --watch` / `resume --watch` (common.call's `then`): after the run request, watch
-    the run it returned unless it already ended; the result is the watch's document, with the
-    run request's `superseded` kept."""
-
-    def follow(data: dict[str, Any], use_json: bool, ask: Any) -> dict[str, Any]:
-        if data.get("status") in ("succeeded", "failed", "cancelled"):
-            return {**data, "watch": {"outcome": "finished"}}
-        if not use_json:
-            from .render import run_outcome
-
-            run_outcome(data)
-            out()
-        payload: dict[str, Any] = {"run": data["id"]}
-        if timeout is not None:
-            payload["timeout"] = timeout
-        watched: dict[str, Any] = ask("workflow.watch", payload, WatchProgress(quiet_start=True))
-        if "superseded" in data:
-            watched["superseded"] = data["superseded"]
-        return watched
-
-    return follow
