@@ -13,6 +13,9 @@ only if it still waits for nothing. The claim and the re-read are what make it o
 serves that saw the same settled wait, the first takes the claim and saves the run `running`;
 every other one either finds the claim taken or, once it is free, a run that is no longer
 suspended.
+
+Machinery below the use cases (signal, approve, and serve's auto-continue call it): it builds on
+execution.py and held.py and imports no use case.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from ..domain import suggested
 from ..domain.run import WorkflowRun
 from ..engine.ports import Emit
 from .context import App
-from .resume import continue_claimed
+from .execution import continue_claimed
 from .views import wait_command
 
 CLAIM_HELD = "claim_held"

@@ -1,17 +1,19 @@
-"""workflow run: load, check, prepare inputs, supersede, create the record, execute under the claim."""
+"""workflow run: load, check, prepare inputs, supersede, create the record, execute under the claim.
+
+A use case: executing (execution.py) and superseding (supersede.py) are machinery below it."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from typing import Any
 
 from ..domain.checks import check_input_expressions, ensure_runnable
-from ..domain.definition import Workflow
 from ..domain.run import WorkflowRun
 from ..engine.executor import WorkflowExecutor
-from ..engine.ports import HOSTED_RUNS, Emit, EngineServices
+from ..engine.ports import Emit
 from .context import App
+from .execution import engine_services
+from .execution import workflow_of as workflow_of  # protocol/serve.py imports it from here
 from .supersede import supersede
 from .views import run_document
 
@@ -55,47 +57,3 @@ def run_workflow(
     doc = run_document(app, run)
     doc["superseded"] = superseded
     return doc
-
-
-def workflow_of(run: WorkflowRun) -> Workflow:
-    """The definition a run executes: the snapshot taken when it started."""
-    return Workflow.from_json(run.definition)
-
-
-def engine_services(app: App, emit: Emit | None, run_id: str) -> EngineServices:
-    """What the engine needs to execute run `run_id`, under its claim. Every event it emits goes
-    to the run's journal (store/journal.py, for `workflow watch`) and then to `emit`."""
-    from .held import EarlySignals
-
-    hooks = HOSTED_RUNS.get()
-    extra: dict[str, Any] = {}
-    if hooks is not None:
-        extra = {"stop_reason": hooks.stop_reason, "attach": hooks.attach, "detach": hooks.detach}
-    return EngineServices(
-        save=app.runs.save,
-        clock=app.clock,
-        methods=app.methods,
-        expressions=app.expressions,
-        validation=app.validation,
-        env=dict(os.environ),
-        user=app.user,
-        emit=journaled(app, run_id, emit),
-        max_concurrency=app.host_concurrency(),
-        early=EarlySignals(app),
-        **extra,
-    )
-
-
-def journaled(app: App, run_id: str, emit: Emit | None) -> Emit:
-    """`emit`, each event first appended to the run's journal (one writer per execution)."""
-    from ..store.journal import RunJournal
-
-    append = RunJournal(app.layout).writer(run_id).append
-    if emit is None:
-        return append
-
-    def both(event: dict[str, Any]) -> None:
-        append(event)
-        emit(event)
-
-    return both

@@ -3,6 +3,11 @@
 `signal` follows `approve`: the same run claim, the same load, change and save. The wait ID is the
 only address; the run is found through the wait index. Every attempt that reaches a run is
 appended to the run's audit trail (beside the record, so a refusal leaves the record untouched).
+
+Use cases. A signal to a wait whose step has not opened it is held (hold.py, part of this use case);
+what they share with the other use cases is machinery below them: settling held signals (held.py),
+continuing the run under its claim (continuation.py), the audit entry and the check-only result
+(signal_results.py).
 """
 
 from __future__ import annotations
@@ -14,10 +19,10 @@ from typing import Any
 
 from ..domain import suggested
 from ..domain.errors import RunNotFound, SwampError
-from ..domain.instants import iso
 from ..domain.run import JobRun, StepRun, WorkflowRun
 from ..domain.waits import SignalReceipt, SignalWait, WaitNotFound, check_wait_id
 from .context import App
+from .signal_results import check_only_result, signal_audit
 from .views import wait_command
 
 
@@ -84,10 +89,12 @@ def signal(
     reserved = found.find_reserved(wait_id) or _open_while_executing(app, found, wait_id)
     if reserved is not None:  # its step has not opened the wait, or its run is busy: held (held.py)
         from .continuation import continue_if_nothing_open
-        from .held import hold
+        from .hold import hold
 
         def note(run: WorkflowRun, code: str, signal_id: str | None) -> None:
-            app.runs.append_audit(run, _audit(app.clock.now(), user, on_behalf_of, wait_id, code, signal_id))
+            app.runs.append_audit(
+                run, signal_audit(app.clock.now(), user, on_behalf_of, wait_id, code, signal_id)
+            )
 
         return hold(
             app,
@@ -107,16 +114,10 @@ def signal(
         )
     except SwampError as exc:
         if not check_only:
-            app.runs.append_audit(found, _audit(now, user, on_behalf_of, wait_id, exc.code))
+            app.runs.append_audit(found, signal_audit(now, user, on_behalf_of, wait_id, exc.code))
         raise
     if check_only:
-        return {
-            "valid": True,
-            "waitId": wait_id,
-            "runId": found.id,
-            "jobName": job.name,
-            "stepName": step.name,
-        }
+        return check_only_result(found, wait_id, job, step)
     checked_schema = step.wait.schema if step.wait is not None else None
 
     def checked_already(value: Any, schema: Any) -> list[Any]:
@@ -138,11 +139,11 @@ def signal(
                 now, wait_id, lambda: payload, user, checked_already, on_behalf_of=on_behalf_of
             )
         except SwampError as exc:
-            app.runs.append_audit(run, _audit(now, user, on_behalf_of, wait_id, exc.code))
+            app.runs.append_audit(run, signal_audit(now, user, on_behalf_of, wait_id, exc.code))
             raise
         signal_id = receipt.id if receipt else None
         # The receipt and the audit entry: one transaction where the store has them (PostgreSQL).
-        entry = _audit(now, user, on_behalf_of, wait_id, "accepted", signal_id)
+        entry = signal_audit(now, user, on_behalf_of, wait_id, "accepted", signal_id)
         app.runs.save_with_audit(run, entry, settled_only=True)
         if resume:
             from .continuation import add_outcome, continue_if_nothing_open
@@ -186,23 +187,6 @@ def _accepted(
         if not still_open
         else [wait_command(app, run, w) for w in still_open],
     }
-
-
-def _audit(
-    now: dt.datetime,
-    user: str,
-    on_behalf_of: str | None,
-    wait_id: str,
-    code: str,
-    signal_id: str | None = None,
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {"at": iso(now), "by": user}
-    if on_behalf_of is not None:
-        entry["onBehalfOf"] = on_behalf_of
-    entry.update({"action": "signal", "waitId": wait_id, "code": code})
-    if signal_id:
-        entry["signalId"] = signal_id
-    return entry
 
 
 def _wait_entry(

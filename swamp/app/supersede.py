@@ -4,6 +4,8 @@ A run that cannot be claimed right now is left alone and reported as skipped (re
 so is a run that waits for a signal (`wait_open`), holds one that no resume has acted on yet
 (`signal_delivered`) or holds an early signal for a step it has not reached (`signal_held`): a
 delivered message is never dropped.
+
+Machinery below the `run` use case: it imports no use case.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ..domain.run import WorkflowRun
 from ..engine.executor import step_levels
 from ..store.runs import inputs_digest
 from .context import App
+from .execution import workflow_of
 
 
 def supersede(app: App, workflow: Workflow, new_run: WorkflowRun) -> list[dict[str, Any]]:
@@ -60,15 +63,12 @@ def keep_reason(run: WorkflowRun, app: App) -> dict[str, Any] | None:
     held = [
         s.reservedWaitId
         for _, s in run.reserved_waits()
-        if s.reservedWaitId is not None
-        and app.held.exists(s.reservedWaitId)
+        if s.reservedWaitId is not None and app.held.exists(s.reservedWaitId)
     ]
     if held:  # an early signal was answered as held: it is applied when its step opens (WAIT-077)
         return {"reason": "signal_held", "waitIds": held}
     if not any(s.wait is not None and s.wait.outcome == "received" for _, s in run.steps()):
         return None  # nothing delivered: no need to read the definition
-    from .run import workflow_of  # run.py imports this module
-
     workflow = workflow_of(run)
     delivered = run.signals_not_resumed(lambda job: step_levels(workflow.job(job.name), job))
     if delivered:
