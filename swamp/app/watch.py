@@ -12,6 +12,9 @@ interrupted and the watch ends).
 checks once. Events streamed, in order: a `run_status` first (the status when the watch
 started), then each journal event as it is appended, and `wait_settled`, `gate_decided` and
 `run_status` as the record shows them.
+
+A use case. Which waits settled between two reads of the record is domain/changes.py's rule, as
+for every other change to a run.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..domain import suggested
+from ..domain.changes import settled_since
 from ..domain.errors import ShuttingDown
 from ..domain.instants import iso
 from ..domain.run import WorkflowRun
@@ -134,22 +138,11 @@ def record_changes(app: App, before: WorkflowRun, after: WorkflowRun) -> list[di
     run's status (settling and deciding happen in other processes, outside any execution)."""
     events: list[dict[str, Any]] = []
     earlier = {(job.name, step.name): step for job, step in before.steps()}
+    now = app.clock.now()  # when a wait settled without a signal (it expired): as late as this read
     for job, step in after.steps():
         old = earlier.get((job.name, step.name))
-        wait = step.wait
-        was_open = old is None or old.wait is None or old.wait.outcome is None
-        if wait is not None and wait.outcome is not None and was_open:
-            settled: dict[str, Any] = {
-                "event": "wait_settled",
-                "at": wait.receipt.receivedAt if wait.receipt else iso(app.clock.now()),
-                "job": job.name,
-                "step": step.name,
-                "waitId": wait.waitId,
-                "outcome": wait.outcome,
-            }
-            if wait.receipt is not None:
-                settled["signalId"] = wait.receipt.id
-                settled["submittedBy"] = wait.receipt.submittedBy
+        settled = settled_since(old, job.name, step, now)
+        if settled is not None:
             events.append(settled)
         decision = step.approval.decision if step.approval is not None else None
         if decision is not None:

@@ -10,7 +10,10 @@ derivation, in one place: the event log, the hooks and watch read the same facts
 The events, in the order one save yields them: `wait_settled` for each wait that was open and
 settled, `wait_opened` for each wait that opened (followed by its `wait_settled` when it settled
 too, e.g. at once by a held signal), then `run_suspended` or `run_finished` when the run's
-status became that. """
+status became that.
+
+`workflow watch` reads the record, not the store's saves: it compares two reads of it, step by
+step (`settled_since`), and says each wait that settled between them with the same event."""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .run import WorkflowRun
+    from .run import StepRun, WorkflowRun
+    from .waits import SignalWait
 
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -70,17 +74,8 @@ def run_changes(before: RunState | None, run: WorkflowRun, now: dt.datetime) -> 
                     }
                 )
             if wait.outcome is not None:
-                event: dict[str, Any] = {
-                    "event": "wait_settled",
-                    **head,
-                    "job": job.name,
-                    "step": step.name,
-                    "waitId": wait.waitId,
-                    "outcome": wait.outcome,
-                }
+                event = _wait_settled(head, job.name, step.name, wait)
                 if wait.receipt is not None:
-                    event["signalId"] = wait.receipt.id
-                    event["submittedBy"] = wait.receipt.submittedBy
                     event["receipt"] = write_record(wait.receipt)
                 (settled if was_seen else opened).append(event)
     events = [*settled, *opened]
@@ -94,3 +89,35 @@ def run_changes(before: RunState | None, run: WorkflowRun, now: dt.datetime) -> 
                 finished["failureReason"] = run.failureReason
             events.append(finished)
     return events
+
+
+def settled_since(
+    old: StepRun | None, job_name: str, step: StepRun, now: dt.datetime
+) -> dict[str, Any] | None:
+    """`wait_settled` for a step whose wait was open (or not there yet) in an earlier read of the
+    record (`old`; None: no such step then) and is settled in this one; None otherwise. Dated by
+    the signal's receipt, or `now` when the wait settled without one."""
+    from .instants import iso
+
+    wait = step.wait
+    was_open = old is None or old.wait is None or old.wait.outcome is None
+    if wait is None or wait.outcome is None or not was_open:
+        return None
+    at = wait.receipt.receivedAt if wait.receipt else iso(now)
+    return _wait_settled({"at": at}, job_name, step.name, wait)
+
+
+def _wait_settled(head: dict[str, Any], job_name: str, step_name: str, wait: SignalWait) -> dict[str, Any]:
+    """A settled wait's event: `head` (when; for the store's events, which run too), then the wait."""
+    event: dict[str, Any] = {
+        "event": "wait_settled",
+        **head,
+        "job": job_name,
+        "step": step_name,
+        "waitId": wait.waitId,
+        "outcome": wait.outcome,
+    }
+    if wait.receipt is not None:
+        event["signalId"] = wait.receipt.id
+        event["submittedBy"] = wait.receipt.submittedBy
+    return event
