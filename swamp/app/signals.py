@@ -87,7 +87,7 @@ def signal(
     found = _read_unclaimed(app, wait_id)
     now = app.clock.now()
     reserved = found.find_reserved(wait_id) or _open_while_executing(app, found, wait_id)
-    if reserved is not None:  # its step has not opened the wait, or its run is busy: held (held.py)
+    if reserved is not None:  # its step has not opened the wait, or its run is busy: held (hold.py)
         from .continuation import continue_if_nothing_open
         from .hold import hold
 
