@@ -53,6 +53,12 @@ def _store_migrate(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> 
     return migrate(payload.get("repoDir"))
 
 
+def _store_copy(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    from ..app.copy import copy
+
+    return copy(payload.get("repoDir"), payload["to"], payload.get("from"))
+
+
 def _workflow_list(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.workflows import list_workflows
 
@@ -349,6 +355,7 @@ REQUEST_TYPES: dict[str, RequestType] = {
         RequestType("repo.init", _repo_init, needs_repo=False),
         RequestType("store.status", _store_status, needs_repo=False),
         RequestType("store.migrate", _store_migrate, needs_repo=False),
+        RequestType("store.copy", _store_copy),
         RequestType("workflow.list", _workflow_list),
         RequestType("workflow.get", _workflow_get),
         RequestType("workflow.create", _workflow_create),
