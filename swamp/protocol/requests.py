@@ -274,14 +274,9 @@ def _workflow_wait_show(payload: dict[str, Any], emit: Emit, actor: Actor | None
 
 
 def _workflow_watch(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
-    import math
-
     from ..app.watch import watch_run
 
-    timeout = payload.get("timeout")
-    if timeout is not None and not (math.isfinite(timeout) and timeout >= 0):
-        raise InvalidRequest("'timeout' in the payload of 'workflow.watch' must be a finite number >= 0")
-    return watch_run(_app(payload, actor), payload["run"], timeout=timeout, emit=emit)
+    return watch_run(_app(payload, actor), payload["run"], timeout=payload.get("timeout"), emit=emit)
 
 
 def _events_subscribe(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
