@@ -242,3 +242,39 @@ def job_of(doc: dict[str, Any], job_name: str) -> dict[str, Any]:
 
 def statuses(doc: dict[str, Any], job_name: str) -> dict[str, str]:
     return {s["name"]: s["status"] for s in job_of(doc, job_name)["steps"]}
+
+
+HOOK_WAIT = "wait_" + "a" * 26
+
+
+@dataclass
+class Site:
+    """A repository holding one suspended run: where a hook runs, and whose audit trail it joins."""
+
+    root: Path
+    workflow_id: str
+    run_id: str
+
+    def job(self, command: str, timeout: float = 20, **extra: Any) -> dict[str, Any]:
+        return {
+            "hook": "waitOpened",
+            "command": command,
+            "timeout": timeout,
+            "waitId": HOOK_WAIT,
+            "runId": self.run_id,
+            "workflowId": self.workflow_id,
+            "audit": str(self.audit_file),
+            "stdin": json.dumps({"waitId": HOOK_WAIT}),
+            **extra,
+        }
+
+    @property
+    def audit_file(self) -> Path:
+        return self.root / ".swamp" / "workflow-runs" / self.workflow_id / f"{self.run_id}.audit.jsonl"
+
+    def trail(self) -> list[dict[str, Any]]:
+        """The hook entries of the run's audit trail."""
+        if not self.audit_file.exists():
+            return []
+        entries = [json.loads(line) for line in self.audit_file.read_text().splitlines()]
+        return [entry for entry in entries if entry.get("action") == "hook"]

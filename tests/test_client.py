@@ -363,3 +363,6 @@ def test_store_status_and_migrate_say_which_store_the_repository_uses(client):
     assert status["kind"] == "file" and status["current"] is True and status["schemaVersion"] is None
     migrated = client.store_migrate()
     assert migrated["kind"] == "file" and migrated["applied"] == []
+    with pytest.raises(SwampError) as same:  # STORE-050: a copy is a request like any other
+        client.store_copy("file")
+    assert same.value.code == "store_same"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Repo, clean_env, run_swamp
+from helpers import Repo, Site, clean_env, run_swamp
 
 from swamp.hooks import MAX_RUNNING
 from swamp.hooks.launch import launch, take_slot
@@ -21,23 +21,6 @@ from swamp.hooks.supervisor import STDERR_TAIL, run_job
 from swamp.store.repo import RepoLayout
 
 WAIT = "wait_" + "a" * 26
-
-
-def job(tmp_path: Path, command: str, timeout: float = 20, **extra: Any) -> dict[str, Any]:
-    return {
-        "hook": "waitOpened",
-        "command": command,
-        "timeout": timeout,
-        "waitId": WAIT,
-        "runId": "r1",
-        "audit": str(tmp_path / "trail.audit.jsonl"),
-        "stdin": json.dumps({"waitId": WAIT}),
-        **extra,
-    }
-
-
-def trail(tmp_path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (tmp_path / "trail.audit.jsonl").read_text().splitlines()]
 
 
 def eventually(check: Any, limit: float = 30) -> None:
@@ -58,45 +41,46 @@ def alive(pid: int) -> bool:
     return True
 
 
-def test_a_hook_reads_its_document_and_its_outcome_is_audited(tmp_path: Path) -> None:
-    entry = run_job(tmp_path, job(tmp_path, 'cat > got.json; echo "$SWAMP_HOOK $SWAMP_WAIT_ID" >&2'))
-    assert json.loads((tmp_path / "got.json").read_text()) == {"waitId": WAIT}
-    assert (tmp_path / "got.json").read_text().endswith("}\n")
+def test_a_hook_reads_its_document_and_its_outcome_is_audited(site: Site) -> None:
+    entry = run_job(site.root, site.job('cat > got.json; echo "$SWAMP_HOOK $SWAMP_WAIT_ID" >&2'))
+    assert json.loads((site.root / "got.json").read_text()) == {"waitId": WAIT}
+    assert (site.root / "got.json").read_text().endswith("}\n")
     assert entry["code"] == "ok" and entry["exitCode"] == 0 and entry["timedOut"] is False
     assert entry["stderr"] == f"waitOpened {WAIT}\n"
-    (audited,) = trail(tmp_path)
+    (audited,) = site.trail()
     assert audited["action"] == "hook" and audited["code"] == "ok" and audited["hook"] == "waitOpened"
     assert audited["by"] and audited["at"].endswith("Z")
 
 
-def test_a_failing_hook_is_audited_with_the_tail_of_its_stderr(tmp_path: Path) -> None:
+def test_a_failing_hook_is_audited_with_the_tail_of_its_stderr(site: Site) -> None:
     run_job(
-        tmp_path, job(tmp_path, f"head -c {STDERR_TAIL * 3} /dev/zero | tr '\\0' x >&2; echo END >&2; exit 9")
+        site.root, site.job(f"head -c {STDERR_TAIL * 3} /dev/zero | tr '\\0' x >&2; echo END >&2; exit 9")
     )
-    (audited,) = trail(tmp_path)
+    (audited,) = site.trail()
     assert (audited["code"], audited["exitCode"]) == ("hook_failed", 9)
     assert len(audited["stderr"]) == STDERR_TAIL and audited["stderr"].endswith("xEND\n")
 
 
-def test_a_hook_past_its_timeout_is_killed_with_its_whole_process_group(tmp_path: Path) -> None:
+def test_a_hook_past_its_timeout_is_killed_with_its_whole_process_group(site: Site) -> None:
     # The shell starts a background sleep (same process group) and waits on another one.
     command = "sleep 60 & echo $! > bg.pid; sleep 60"
-    entry = run_job(tmp_path, job(tmp_path, command, timeout=0.5))
+    entry = run_job(site.root, site.job(command, timeout=0.5))
     assert entry["code"] == "hook_timed_out" and entry["timedOut"] is True and entry["exitCode"] is None
-    background = int((tmp_path / "bg.pid").read_text())
+    background = int((site.root / "bg.pid").read_text())
     eventually(lambda: not alive(background), limit=10)
-    assert trail(tmp_path)[0]["code"] == "hook_timed_out"
+    assert site.trail()[0]["code"] == "hook_timed_out"
 
 
-def test_a_hook_that_ignores_its_stdin_is_not_an_error(tmp_path: Path) -> None:
+def test_a_hook_that_ignores_its_stdin_is_not_an_error(site: Site) -> None:
     big = json.dumps({"waitId": WAIT, "schema": {"description": "x" * 300_000}})  # more than a pipe holds
-    assert run_job(tmp_path, job(tmp_path, "exit 0", stdin=big))["code"] == "ok"
+    assert run_job(site.root, site.job("exit 0", stdin=big))["code"] == "ok"
 
 
-def test_a_hook_that_cannot_start_is_audited(tmp_path: Path) -> None:
-    entry = run_job(tmp_path / "gone", job(tmp_path, "true"))  # its working directory is missing
+def test_a_hook_that_cannot_start_is_audited(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(site.root / "no-bin"))  # no `sh` to start it with
+    entry = run_job(site.root, site.job("true"))
     assert entry["code"] == "hook_not_started" and entry["error"]
-    assert trail(tmp_path)[0]["code"] == "hook_not_started"
+    assert site.trail()[0]["code"] == "hook_not_started"
 
 
 def test_a_slow_hook_never_delays_signal_or_the_run(repo: Repo) -> None:
@@ -123,45 +107,43 @@ def test_a_slow_hook_never_delays_signal_or_the_run(repo: Repo) -> None:
     eventually(lambda: (repo.root / "opened.txt").exists() and (repo.root / "settled.txt").exists())
 
 
-def test_jobs_queued_while_every_slot_is_busy_run_later_none_dropped(tmp_path: Path) -> None:
-    layout = RepoLayout(tmp_path)
-    (tmp_path / ".swamp").mkdir()
-    spool = tmp_path / ".swamp" / "hooks"
-    spool.mkdir()
+def test_jobs_queued_while_every_slot_is_busy_run_later_none_dropped(site: Site) -> None:
+    layout = RepoLayout(site.root)
+    spool = site.root / ".swamp" / "hooks"
+    spool.mkdir(exist_ok=True)
     held = [take_slot(spool, slot) for slot in range(MAX_RUNNING)]
     assert all(fd is not None for fd in held)
-    launch(layout, [job(tmp_path, f"echo {n} >> out") for n in range(3)])
+    launch(layout, [site.job(f"echo {n} >> out") for n in range(3)])
     assert len(os.listdir(spool / "queue")) == 3  # no supervisor could start: the jobs wait
     for fd in held:
         assert fd is not None
         os.close(fd)
-    launch(layout, [job(tmp_path, "echo 3 >> out")])
-    eventually(lambda: (tmp_path / "out").exists() and len((tmp_path / "out").read_text().split()) == 4)
-    assert sorted((tmp_path / "out").read_text().split()) == ["0", "1", "2", "3"]
-    eventually(lambda: len(trail(tmp_path)) == 4)
+    launch(layout, [site.job("echo 3 >> out")])
+    eventually(lambda: (site.root / "out").exists() and len((site.root / "out").read_text().split()) == 4)
+    assert sorted((site.root / "out").read_text().split()) == ["0", "1", "2", "3"]
+    eventually(lambda: len(site.trail()) == 4)
 
 
-def test_a_burst_of_hooks_never_runs_more_than_the_bound_at_once(tmp_path: Path) -> None:
-    layout = RepoLayout(tmp_path)
-    (tmp_path / ".swamp").mkdir()
+def test_a_burst_of_hooks_never_runs_more_than_the_bound_at_once(site: Site) -> None:
+    layout = RepoLayout(site.root)
     command = 'mkdir -p active; : > "active/$$"; sleep 0.05; ls active | wc -l >> counts; rm "active/$$"'
     for _ in range(5):  # five saves of 8 waits each, as fast as a run opens them
-        launch(layout, [job(tmp_path, command) for _ in range(8)])
+        launch(layout, [site.job(command) for _ in range(8)])
     eventually(
-        lambda: (tmp_path / "counts").exists() and len((tmp_path / "counts").read_text().split()) == 40
+        lambda: (site.root / "counts").exists() and len((site.root / "counts").read_text().split()) == 40
     )
-    assert max(int(n) for n in (tmp_path / "counts").read_text().split()) <= MAX_RUNNING
+    assert max(int(n) for n in (site.root / "counts").read_text().split()) <= MAX_RUNNING
 
 
-def test_the_supervisor_runs_as_a_module_in_its_own_session(tmp_path: Path) -> None:
+def test_the_supervisor_runs_as_a_module_in_its_own_session(site: Site, tmp_path: Path) -> None:
     """`python -m swamp.hooks` is what launch starts: it must import and run without the CLI."""
     spool = tmp_path / "spool"
     (spool / "queue").mkdir(parents=True)
-    (spool / "queue" / "1.json").write_text(json.dumps(job(tmp_path, "echo $PPID > ran")))
+    (spool / "queue" / "1.json").write_text(json.dumps(site.job("echo $PPID > ran")))
     fd = take_slot(spool, 0)
     assert fd is not None
     done = subprocess.run(
-        [sys.executable, "-m", "swamp.hooks", str(tmp_path), str(spool), str(fd)],
+        [sys.executable, "-m", "swamp.hooks", str(site.root), str(spool), str(fd)],
         pass_fds=(fd,),
         env=clean_env(),
         capture_output=True,
@@ -169,22 +151,24 @@ def test_the_supervisor_runs_as_a_module_in_its_own_session(tmp_path: Path) -> N
     )
     os.close(fd)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "ran").exists() and trail(tmp_path)[0]["code"] == "ok"
+    assert (site.root / "ran").exists() and site.trail()[0]["code"] == "ok"
     assert os.listdir(spool / "queue") == []
 
 
 @pytest.mark.parametrize("where", ["trail", "folder"])
-def test_the_audit_is_never_written_through_a_planted_link(tmp_path: Path, where: str) -> None:
+def test_the_audit_is_never_written_through_a_planted_link(site: Site, tmp_path: Path, where: str) -> None:
     outside = tmp_path / "outside"
-    outside.mkdir()
-    runs = tmp_path / "runs"
+    folder = site.audit_file.parent
     if where == "trail":
-        runs.mkdir()
-        (runs / "trail.audit.jsonl").symlink_to(outside / "stolen")
+        outside.mkdir()
+        site.audit_file.unlink(missing_ok=True)
+        site.audit_file.symlink_to(outside / "stolen")
     else:
-        runs.symlink_to(outside)
-    run_job(tmp_path, job(tmp_path, "true", audit=str(runs / "trail.audit.jsonl")))
-    assert os.listdir(outside) == []
+        folder.rename(outside)
+        folder.symlink_to(outside)
+    before = sorted(os.listdir(outside))
+    run_job(site.root, site.job("true"))
+    assert sorted(os.listdir(outside)) == before
 
 
 def test_the_signal_command_a_hook_is_given_sends_the_example_when_a_shell_runs_it(repo: Repo) -> None:

@@ -98,9 +98,36 @@ def test_refusals_name_the_field_and_say_what_is_wanted() -> None:
     assert type(check("workflow.history")({"limit": 2.0})["limit"]) is int
 
 
+def test_bounds_and_event_kinds_are_the_schemas_and_refused_by_it() -> None:
+    from swamp.app.events import KINDS
+
+    kinds = DOCUMENT["$defs"]["events.subscribe"]["properties"]["kinds"]["items"]["enum"]
+    assert kinds == list(KINDS)
+    check = payloads.request_schemas().check
+    with pytest.raises(
+        InvalidRequest, match=r"^'timeout' in the payload of 'workflow.watch' must be a finite number >= 0$"
+    ):
+        check("workflow.watch")({"run": "r", "timeout": -1})
+    with pytest.raises(
+        InvalidRequest, match=r"^'timeout' in the payload of 'events.subscribe' must be a finite number >= 0$"
+    ):
+        check("events.subscribe")({"timeout": -0.5})
+    with pytest.raises(InvalidRequest, match=r"^'wait_opend' in 'kinds' .* is not one of: wait_opened, "):
+        check("events.subscribe")({"kinds": ["wait_opened", "wait_opend"]})
+    with pytest.raises(InvalidRequest, match=r"'kinds' .* must be an array of strings$"):
+        check("events.subscribe")({"kinds": [1]})
+    with pytest.raises(InvalidRequest, match=r"'runs' .* must be an array of non-empty strings$"):
+        check("events.subscribe")({"runs": [""]})
+    assert check("events.subscribe")({"kinds": [], "runs": ["r"], "timeout": 0}) == {
+        "kinds": [],
+        "runs": ["r"],
+        "timeout": 0,
+    }
+
+
 def test_a_schema_that_says_more_than_the_compiler_checks_is_refused() -> None:
     document = json.loads(json.dumps(DOCUMENT))
-    document["$defs"]["workflow.history"]["properties"]["limit"]["minimum"] = 0
+    document["$defs"]["workflow.history"]["properties"]["limit"]["multipleOf"] = 2
     with pytest.raises(payloads.SchemaNotCompilable, match="limit"):
         payloads.RequestSchemas(document).check("workflow.history")
 

@@ -56,14 +56,11 @@ class Side:
 
 def open_side(layout: RepoLayout, address: str) -> Side:
     """The store at `address` (`file`: this repository's .swamp/), whatever SWAMP_STORE_URL says."""
-    if address == FILE:
-        from ..store.filestore import FileStore
+    from ..store.choose import open_address
 
-        return Side(FILE, FileStore(layout))
-    check_address(address)
-    from ..store.pg import open_pg_store
-
-    return Side(address, open_pg_store(address, layout))
+    if address != FILE:
+        check_address(address)
+    return Side(address, open_address(None if address == FILE else address, layout))
 
 
 def check_address(address: str) -> None:

@@ -189,5 +189,11 @@ class Store(Protocol):
         """What `swamp store status` shows: kind, where, schema version (and whether current)."""
         ...
 
+    def migrate(self, *, new_only: bool = False) -> dict[str, Any] | None:
+        """Bring the store's schema to this swamp's (`swamp store migrate`): kind, location,
+        schema, from, to, applied. `new_only` (`repo init`): only a store with no swamp tables
+        yet, else None (one at another version is left for the next command to refuse)."""
+        ...
+
     def close(self) -> None: ...
 

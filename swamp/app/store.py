@@ -8,17 +8,20 @@ this swamp's, and to bring it up to date. Outside a repository, SWAMP_STORE_URL 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..domain.errors import RepoNotFound
 from ..domain.settings import DEFAULTS
-from ..store.choose import STORE_ENV, store_address
+from ..store.choose import STORE_ENV, open_address, store_address
 from ..store.repo import RepoLayout, find_repo
 
+if TYPE_CHECKING:
+    from .ports import Store
 
-def _address(repo_dir: str | None) -> tuple[RepoLayout | None, str | None]:
-    """The repository (None: outside one, SWAMP_STORE_URL naming a database) and the store's
-    address (None: the file store)."""
+
+def _store(repo_dir: str | None) -> Store:
+    """The repository's store, or outside one the store SWAMP_STORE_URL names (RepoNotFound when
+    it names none)."""
     from ..store.settings import load_settings
 
     try:
@@ -27,44 +30,20 @@ def _address(repo_dir: str | None) -> tuple[RepoLayout | None, str | None]:
         address = store_address(DEFAULTS)
         if address is None:
             raise
-        return None, address
-    return layout, store_address(load_settings(layout))
+        return open_address(address, None)
+    return open_address(store_address(load_settings(layout)), layout)
 
 
 def status(repo_dir: str | None = None) -> dict[str, Any]:
     """kind, location, schema, schemaVersion, expected, current, runs."""
-    layout, address = _address(repo_dir)
-    if address is None:
-        assert layout is not None
-        from ..store.filestore import FileStore
-
-        return FileStore(layout).status()
-    from ..store.pg import open_pg_store
-
-    return open_pg_store(address, layout).status()
+    return _store(repo_dir).status()
 
 
 def migrate(repo_dir: str | None = None) -> dict[str, Any]:
     """Apply the migrations the store lacks: {kind, location, schema, from, to, applied}."""
-    layout, address = _address(repo_dir)
-    if address is None:
-        return {"kind": "file", "location": ".swamp", "schema": None, "from": None, "to": None, "applied": []}
-    from ..store.pg import open_pg_store
-    from ..store.pg.migrations import migrate as apply
-    from ..store.pg.store import forget_checked, shared_database
-
-    open_pg_store(address, layout)  # store_unavailable when psycopg is missing
-    db = shared_database(address)
-    done = apply(db)
-    forget_checked(address)
-    return {
-        "kind": "postgresql",
-        "location": db.shown,
-        "schema": done["schema"],
-        "from": done["from"],
-        "to": done["to"],
-        "applied": done["applied"],
-    }
+    done = _store(repo_dir).migrate()
+    assert done is not None
+    return done
 
 
 def migrate_new(layout: RepoLayout) -> dict[str, Any] | None:
@@ -78,17 +57,7 @@ def migrate_new(layout: RepoLayout) -> dict[str, Any] | None:
         settings = load_settings(layout)
     except SettingsInvalid:  # repo init works whatever .swamp.yaml says (REPO-015)
         settings = DEFAULTS
-    address = store_address(settings)
-    if address is None:
-        return None
-    from ..store.pg import open_pg_store
-    from ..store.pg.migrations import schema_version
-    from ..store.pg.store import shared_database
-
-    open_pg_store(address, layout)
-    if schema_version(shared_database(address)) != 0:
-        return None
-    return migrate(str(layout.root))
+    return open_address(store_address(settings), layout).migrate(new_only=True)
 
 
 __all__ = ["STORE_ENV", "migrate", "migrate_new", "status"]

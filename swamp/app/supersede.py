@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..domain.activeruns import inputs_digest
 from ..domain.definition import Workflow
 from ..domain.run import WorkflowRun
 from ..engine.executor import step_levels
-from ..store.runs import inputs_digest
 from .context import App
 from .execution import workflow_of
 

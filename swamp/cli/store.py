@@ -143,24 +143,15 @@ def store_copy(ctx: click.Context, to: str, from_: str | None, as_json: bool, re
       3  refused before anything was written: store_not_empty, store_busy, store_same,
          run_unreadable
     """
-    from ..app.copy import copy
-    from ..domain.errors import SwampError
-    from .common import _as_json, _repo_dir
-    from .output import print_error, print_json
 
-    use_json = _as_json(ctx, as_json)
-    try:
-        data = copy(_repo_dir(ctx, repo_dir), to, from_)
-    except SwampError as exc:
-        print_error(exc, use_json)
-        ctx.exit(exc.exit_code)
-    if use_json:
-        print_json(data)
-        return
-    source, target = data["from"], data["to"]
-    out(
-        f"Copied {target['runs']} run(s) from {source['location']} to {target['location']}: "
-        f"{target['waits']} wait index entries, {target['audit']} audit entries, "
-        f"{target['held']} held signal(s)"
-    )
-    out(f"Verified: both sides have the same counts and digest {target['digest']}")
+    def render(data: dict[str, Any]) -> None:
+        source, target = data["from"], data["to"]
+        out(
+            f"Copied {target['runs']} run(s) from {source['location']} to {target['location']}: "
+            f"{target['waits']} wait index entries, {target['audit']} audit entries, "
+            f"{target['held']} held signal(s)"
+        )
+        out(f"Verified: both sides have the same counts and digest {target['digest']}")
+
+    payload = {"to": to, **({"from": from_} if from_ is not None else {})}
+    call(ctx, "store.copy", payload, as_json=as_json, repo_dir=repo_dir, render=render)

@@ -65,6 +65,7 @@ class Client:
         "repo.init": "repo_init",
         "store.status": "store_status",
         "store.migrate": "store_migrate",
+        "store.copy": "store_copy",
         "workflow.list": "list_workflows",
         "workflow.get": "get_workflow",
         "workflow.create": "create_workflow",
@@ -605,6 +606,13 @@ class Client:
     def store_migrate(self) -> r.StoreMigrated:
         """`store.migrate`: apply the PostgreSQL store's missing migrations."""
         return cast(r.StoreMigrated, self.request("store.migrate"))
+
+    def store_copy(
+        self, to: str, from_: str | None = None, *, repo_dir: PathArg | None = None
+    ) -> r.StoreCopied:
+        """`store.copy`: copy every run of the repository's store (or `from_`) into the empty store
+        `to` (`file` or a PostgreSQL address), then verify both sides (STORE-031..035)."""
+        return cast(r.StoreCopied, self._ask("store.copy", None, to=to, from_=from_, repo_dir=repo_dir))
 
     def protocol_version(self) -> r.ProtocolVersion:
         """`protocol.version`: the spec and protocol versions, and every request type served."""

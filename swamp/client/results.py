@@ -329,6 +329,22 @@ StoreMigrated = TypedDict(
 )
 
 
+class StoreCopySide(TypedDict):
+    """One side of `store.copy`: what the store holds after the copy."""
+
+    store: Literal["file", "postgresql"]
+    location: str
+    runs: int
+    waits: int
+    audit: int
+    held: int
+    digest: str
+
+
+# `store.copy` (STORE-034, STORE-050): the functional form, since `from` is a Python keyword.
+StoreCopied = TypedDict("StoreCopied", {"from": StoreCopySide, "to": StoreCopySide, "verified": bool})
+
+
 class ServeStatus(TypedDict):
     """`serve.status` (SERVE-014)."""
 
@@ -370,6 +386,7 @@ RESULT_TYPES: dict[str, type] = {
     "repo.init": RepoInit,
     "store.status": StoreStatus,
     "store.migrate": StoreMigrated,
+    "store.copy": StoreCopied,
     "workflow.list": WorkflowList,
     "workflow.get": WorkflowDetail,
     "workflow.create": WorkflowCreated,

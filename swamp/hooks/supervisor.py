@@ -25,12 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..store.files import read_file, refuse_links
+from ..store.files import read_file
 from . import MAX_RUNNING
 from .contain import Cage
 
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 STDERR_TAIL = 2048  # bytes of a hook's stderr kept in its audit entry
 KILL_GRACE = 2.0  # seconds between TERM and KILL of a hook past its timeout
 READ_GRACE = 0.5  # seconds to finish reading stderr once the hook's shell has exited
@@ -195,42 +193,26 @@ def _kill_group(pgid: int, sig: int) -> None:
 
 def _audit(root: Path, job: dict[str, Any], entry: dict[str, Any]) -> None:
     """Append the hook's outcome to its run's audit trail, through the repository's store (the
-    environment, SWAMP_STORE_URL included, is the one the run's command had). Nowhere to say it if
-    this fails: stderr is /dev/null (the run's terminal is not ours)."""
+    environment, SWAMP_STORE_URL included, is the one the run's command had). The run is read
+    through the store first: a run or repository removed meanwhile (or a store that cannot be
+    reached, or a link planted in the trail's place or above it) gets nothing, and nowhere is
+    created. Nowhere to say it if this fails: stderr is /dev/null (the run's terminal is not ours)."""
+    from ..domain.errors import SwampError
+    from ..store.choose import open_store
     from ..store.clock import SystemClock, current_user
+    from ..store.repo import find_repo
+    from ..store.settings import load_settings
 
     try:
         now = SystemClock().now()
     except Exception:  # a bad SWAMP_NOW: the run's command already said so
         now = dt.datetime.now(dt.UTC)
     at = now.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    path = str(job.get("audit", ""))
-    if not path:
+    if not job.get("audit"):
         return
     line = {"at": at, "by": current_user(), **entry}
-    if path.startswith("postgresql:"):
-        _audit_in_store(root, job, line)
-        return
-    # The file store: a link planted in the trail's place, or above it, is refused, never
-    # followed; the run's folder is never created here (a run or repository removed meanwhile
-    # gets nothing).
-    with contextlib.suppress(OSError):
-        refuse_links(str(root), os.path.dirname(path))
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC | _NOFOLLOW, 0o666)
-        try:
-            os.write(fd, (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
-        finally:
-            os.close(fd)
-
-
-def _audit_in_store(root: Path, job: dict[str, Any], line: dict[str, Any]) -> None:
-    """A store other than files (PostgreSQL): the run is read through it, and the entry appended
-    there; a run removed meanwhile (or a store that cannot be reached) gets nothing."""
-    from ..app.context import App
-    from ..domain.errors import SwampError
-
     with contextlib.suppress(SwampError, OSError):
-        app = App.open(str(root))
-        runs = app.store.runs(None)
+        layout = find_repo(str(root))
+        runs = open_store(layout, load_settings(layout)).runs(None)
         run = runs.load(str(job.get("workflowId", "")), str(job.get("runId", "")))
         runs.append_audit(run, line)

@@ -53,6 +53,12 @@ def _store_migrate(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> 
     return migrate(payload.get("repoDir"))
 
 
+def _store_copy(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    from ..app.copy import copy
+
+    return copy(payload.get("repoDir"), payload["to"], payload.get("from"))
+
+
 def _workflow_list(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.workflows import list_workflows
 
@@ -268,14 +274,9 @@ def _workflow_wait_show(payload: dict[str, Any], emit: Emit, actor: Actor | None
 
 
 def _workflow_watch(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
-    import math
-
     from ..app.watch import watch_run
 
-    timeout = payload.get("timeout")
-    if timeout is not None and not (math.isfinite(timeout) and timeout >= 0):
-        raise InvalidRequest("'timeout' in the payload of 'workflow.watch' must be a finite number >= 0")
-    return watch_run(_app(payload, actor), payload["run"], timeout=timeout, emit=emit)
+    return watch_run(_app(payload, actor), payload["run"], timeout=payload.get("timeout"), emit=emit)
 
 
 def _events_subscribe(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
@@ -349,6 +350,7 @@ REQUEST_TYPES: dict[str, RequestType] = {
         RequestType("repo.init", _repo_init, needs_repo=False),
         RequestType("store.status", _store_status, needs_repo=False),
         RequestType("store.migrate", _store_migrate, needs_repo=False),
+        RequestType("store.copy", _store_copy),
         RequestType("workflow.list", _workflow_list),
         RequestType("workflow.get", _workflow_get),
         RequestType("workflow.create", _workflow_create),

@@ -1,4 +1,8 @@
-"""Which run store a repository uses: SWAMP_STORE_URL, else `store:` in .swamp.yaml, else files."""
+"""Which run store a repository uses: SWAMP_STORE_URL, else `store:` in .swamp.yaml, else files.
+
+The one place a store is opened: App (app/context.py), `store status`/`migrate` (app/store.py),
+`store copy` (app/copy.py) and the hook supervisor (hooks/supervisor.py) all come here.
+"""
 
 from __future__ import annotations
 
@@ -36,8 +40,15 @@ def store_address(settings: Settings) -> str | None:
 
 
 def open_store(layout: RepoLayout, settings: Settings) -> Store:
-    address = store_address(settings)
+    """The store this repository uses (SWAMP_STORE_URL, else `store:`, else files)."""
+    return open_address(store_address(settings), layout)
+
+
+def open_address(address: str | None, layout: RepoLayout | None) -> Store:
+    """The store at `address` (None: the file store of `layout`; a PostgreSQL address needs no
+    repository, so `store status`/`migrate` work outside one)."""
     if address is None:
+        assert layout is not None, "the file store is a repository's"
         from .filestore import FileStore
 
         return FileStore(layout)

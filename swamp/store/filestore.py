@@ -76,5 +76,18 @@ class FileStore:
             **({"eventsSkipped": skipped} if skipped else {}),
         }
 
+    def migrate(self, *, new_only: bool = False) -> dict[str, Any] | None:
+        """Files have no schema: nothing to migrate (`store migrate` says so; `repo init` nothing)."""
+        if new_only:
+            return None
+        return {
+            "kind": self.kind,
+            "location": ".swamp",
+            "schema": None,
+            "from": None,
+            "to": None,
+            "applied": [],
+        }
+
     def close(self) -> None:
         pass

@@ -8,9 +8,10 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..domain.changes import RunState, run_state
+from ..domain.activeruns import ACTIVE, active_entry
+from ..domain.changes import run_state
 from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
 from ..domain.instants import parse_iso
 from ..domain.run import WorkflowRun
@@ -18,28 +19,11 @@ from ..domain.runref import check_run_ref, is_run_id
 from .files import append_line, read_file, refuse_links, write_atomic, write_record, write_replace
 from .repo import RepoLayout
 
+if TYPE_CHECKING:
+    from ..app.ports import OnChange
+
 T = TypeVar("T")
-ACTIVE = frozenset({"pending", "running", "suspended"})
 ENTRY_KEYS = frozenset({"runId", "workflowId", "workflowName", "status", "inputsSha256", "nextDeadline"})
-
-
-def inputs_digest(inputs: dict[str, Any]) -> str:
-    import hashlib  # here: `waits` and the other readers never make a digest
-
-    canonical = json.dumps(inputs, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def active_entry(run: WorkflowRun) -> dict[str, Any]:
-    deadlines = [s.wait.deadline for _, s in run.unsettled_waits() if s.wait is not None]
-    return {
-        "runId": run.id,
-        "workflowId": run.workflowId,
-        "workflowName": run.workflowName,
-        "status": run.status,
-        "inputsSha256": inputs_digest(run.inputs),
-        "nextDeadline": min(deadlines, key=parse_iso) if deadlines else None,
-    }
 
 
 def _covers(written: dict[str, Any], entry: dict[str, Any], exact: bool) -> bool:
@@ -58,9 +42,6 @@ def _covers(written: dict[str, Any], entry: dict[str, Any], exact: bool) -> bool
 
 class _IndexDamaged(Exception):
     """An active-run index entry (or the folder) cannot be read: the index is rebuilt."""
-
-
-OnChange = Callable[[RunState | None, WorkflowRun], None]  # see app/ports.py
 
 
 class RunRepository:

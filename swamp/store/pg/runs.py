@@ -7,21 +7,24 @@ indexes need, so `waits`, `history`, supersede and the deadline sweep are indexe
 the number of finished runs. A save is ONE transaction: the row, the run's open and reserved wait
 IDs, a NOTIFY on the schema's `saved` channel (and, with save_with_audit, the audit entry): a
 crash leaves the old state or the new, never half. The rules themselves (what a record is, which
-waits are open, the index entry) are the domain's and store/runs.py's, reused here.
+waits are open, the index entry) are the domain's (domain/activeruns.py for the index entry), reused here.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ...domain.activeruns import ACTIVE, active_entry
 from ...domain.changes import run_state
 from ...domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
 from ...domain.run import WorkflowRun
 from ...domain.runref import check_run_ref
-from ..runs import ACTIVE, OnChange, active_entry
 from .connection import Database
+
+if TYPE_CHECKING:
+    from ...app.ports import OnChange
 
 _ACTIVE = "status IN (" + ", ".join(f"'{status}'" for status in sorted(ACTIVE)) + ")"
 _UPSERT = (

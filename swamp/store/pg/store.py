@@ -118,5 +118,24 @@ class PgStore:
             "runs": runs,
         }
 
+    def migrate(self, *, new_only: bool = False) -> dict[str, Any] | None:
+        """Apply the migrations the schema lacks (an advisory lock serialises hosts doing it)."""
+        from .migrations import migrate as apply
+        from .migrations import schema_version
+
+        db = shared_database(self.address)
+        if new_only and schema_version(db) != 0:
+            return None
+        done = apply(db)
+        forget_checked(self.address)
+        return {
+            "kind": self.kind,
+            "location": db.shown,
+            "schema": done["schema"],
+            "from": done["from"],
+            "to": done["to"],
+            "applied": done["applied"],
+        }
+
     def close(self) -> None:
         pass  # the Database is shared by the process; its connections end with it
