@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .run import WorkflowRun, parse_iso
+from .instants import parse_iso
+from .run import WorkflowRun
 
 ACTIVE = frozenset({"pending", "running", "suspended"})
 

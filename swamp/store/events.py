@@ -73,8 +73,11 @@ def cursor_of(epoch: str, seq: int) -> str:
     return f"{epoch}-{seq:012d}"
 
 
+_PAST_THE_LAST: int = 10**MAX_DIGITS  # the first sequence number a cursor cannot hold
+
+
 def _fits(seq: int) -> bool:
-    return seq < 10**MAX_DIGITS
+    return seq < _PAST_THE_LAST
 
 
 def check_cursor(
