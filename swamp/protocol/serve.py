@@ -35,7 +35,6 @@ from typing import IO, Any, TextIO
 from .. import __version__
 from ..domain.actors import Actor
 from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
-from ..domain.run import parse_iso
 from ..domain.visible import shown
 from ..engine.ports import HOSTED_RUNS, RunHooks
 from .autocontinue import Follower
@@ -54,7 +53,7 @@ from .jsonl import (
     refuse,
     too_long,
 )
-from .requests import handle
+from .requests import executes, handle
 
 SERVE_TYPES = frozenset({"serve.status", "cancel"})
 # Requests whose payload has no repoDir: --repo-dir is not added to them (SERVE-004).
@@ -64,13 +63,6 @@ MAX_SUBSCRIPTIONS = 128
 MAX_CONNECTIONS = 256  # --max-connections' default: a few descriptors and two threads each
 REFUSED_READ_BYTES = 64 * 1024  # what a refused client already sent, read so its close is clean
 OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-RUN_TYPES = frozenset({"workflow.run", "workflow.resume"})
-
-
-def executes(request_type: str, payload: Any) -> bool:
-    """Whether answering the request may execute a run: run, resume, and an answer that continues
-    the run (`resume: true` on workflow.signal or workflow.approve), which then continues it itself."""
-    return request_type in RUN_TYPES or (isinstance(payload, dict) and payload.get("resume") is True)
 
 
 @dataclass
@@ -357,18 +349,11 @@ class Server:
     ) -> dict[str, Any]:
         """Resume a run whose waits are all settled; otherwise say why not."""
         from ..app.context import App
+        from ..app.resumable import why_not_resumable
 
-        app = App.open(payload.get("repoDir"))
-        run = app.runs.find(run_id)
-        now = app.clock.now()
-        waits = [s.wait.waitId for _, s in run.open_waits(now) if s.wait is not None]
-        if waits:
-            return {"resumed": False, "reason": "wait_open", "waitIds": waits}
-        gates = [s.name for _, s in run.open_gates(now)]
-        if gates:
-            return {"resumed": False, "reason": "approval_pending", "steps": gates}
-        if run.status != "suspended":
-            return {"resumed": False, "reason": "run_not_suspended", "runStatus": run.status}
+        not_resumable = why_not_resumable(App.open(payload.get("repoDir")), run_id)
+        if not_resumable is not None:
+            return not_resumable
         resume_payload = {"workflow": workflow, "run": run_id}
         if payload.get("repoDir"):
             resume_payload["repoDir"] = payload["repoDir"]
@@ -436,46 +421,19 @@ class Server:
     def enforce_deadlines(self) -> None:
         """Fail expired waits at their deadline (reason wait_timeout); continue under --auto-continue."""
         from ..app.context import App
-        from ..app.run import workflow_of
+        from ..app.deadlines import expire_due_waits
 
         while not self.shutting_down.wait(self.options.deadline_interval):
             try:
-                app = App.open(self.options.repo_dir)
-                now = app.clock.now()
-                due_entries = [
-                    e
-                    for e in app.runs.active_entries()
-                    if e["status"] == "suspended" and e["nextDeadline"] and parse_iso(e["nextDeadline"]) < now
-                ]
-                runs, _ = app.runs.load_entries(due_entries)  # only runs with a wait past its deadline
+                for expiry in expire_due_waits(App.open(self.options.repo_dir)):
+                    if expiry.saved:
+                        self.log(f"run {expiry.run_id}: {expiry.expired} wait(s) failed with wait_timeout")
+                    if expiry.error is not None:
+                        self.log(f"deadline check of run {expiry.run_id}: {expiry.error}")
+                    if expiry.expired and self.follower is not None:
+                        self.follower.consider(expiry.workflow_id, expiry.run_id)  # SERVE-026
             except SwampError as exc:
                 self.log(f"deadline check: {exc.message}")
-                continue
-            for run in runs:
-                if run.status != "suspended":
-                    continue
-                due = [s for _, s in run.unsettled_waits() if s.wait is not None and s.wait.is_expired(now)]
-                claim = app.claim(run.id, purpose="serve deadlines")
-                if not claim.try_acquire():
-                    continue
-                expired = []
-                try:
-                    fresh = app.runs.load(run.workflowId, run.id)
-                    if due:
-                        allow = workflow_of(fresh).allowed_failures()
-                        expired = fresh.expire_waits(app.clock.now(), allow)
-                    if expired:
-                        app.runs.save(fresh)
-                        self.log(f"run {fresh.id}: {len(expired)} wait(s) failed with wait_timeout")
-                    # The entry's next deadline is a lower bound that signals leave behind: make it
-                    # exact so this run is not loaded again on every tick.
-                    app.runs.refresh_active_entry(fresh)
-                except SwampError as exc:
-                    self.log(f"deadline check of run {run.id}: {exc.message}")
-                finally:
-                    claim.release()
-                if expired and self.follower is not None:
-                    self.follower.consider(fresh.workflowId, fresh.id)  # SERVE-026
 
     # -- auto-continue ---------------------------------------------------------------------------------
 
