@@ -42,7 +42,7 @@ from .serve_options import ServeOptions
 from .serve_shutdown import Shutdown
 from .serve_sockets import SocketListener
 
-__all__ = ["SERVE_TYPES", "ServeOptions", "Server", "run_server"]
+__all__ = ["SERVE_TYPES", "ServeOptions", "Server", "enforce_deadlines", "run_server"]
 
 
 class ServeLog:
@@ -92,22 +92,25 @@ class Server:
                 self.log,
             )
 
-    def enforce_deadlines(self) -> None:
-        """Fail expired waits at their deadline (reason wait_timeout); continue under --auto-continue."""
-        from ..app.context import App
-        from ..app.deadlines import expire_due_waits
 
-        while not self.shutting_down.wait(self.options.deadline_interval):
-            try:
-                for expiry in expire_due_waits(App.open(self.options.repo_dir)):
-                    if expiry.saved:
-                        self.log(f"run {expiry.run_id}: {expiry.expired} wait(s) failed with wait_timeout")
-                    if expiry.error is not None:
-                        self.log(f"deadline check of run {expiry.run_id}: {expiry.error}")
-                    if expiry.expired and self.follower is not None:
-                        self.follower.consider(expiry.workflow_id, expiry.run_id)  # SERVE-026
-            except SwampError as exc:
-                self.log(f"deadline check: {exc.message}")
+def enforce_deadlines(server: Server) -> None:
+    """--enforce-deadlines' thread: every --deadline-interval, the sweep of app/deadlines.py fails
+    expired waits (reason wait_timeout); their runs go to the follower under --auto-continue."""
+    from ..app.context import App
+    from ..app.deadlines import expire_due_waits
+
+    log, follower = server.log, server.follower
+    while not server.shutting_down.wait(server.options.deadline_interval):
+        try:
+            for expiry in expire_due_waits(App.open(server.options.repo_dir)):
+                if expiry.saved:
+                    log(f"run {expiry.run_id}: {expiry.expired} wait(s) failed with wait_timeout")
+                if expiry.error is not None:
+                    log(f"deadline check of run {expiry.run_id}: {expiry.error}")
+                if expiry.expired and follower is not None:
+                    follower.consider(expiry.workflow_id, expiry.run_id)  # SERVE-026
+        except SwampError as exc:
+            log(f"deadline check: {exc.message}")
 
 
 def run_server(options: ServeOptions) -> int:
@@ -126,7 +129,9 @@ def run_server(options: ServeOptions) -> int:
     if server.follower is not None:
         threading.Thread(target=server.follower.follow, name="swamp-serve-follow", daemon=True).start()
     if options.enforce_deadlines:
-        threading.Thread(target=server.enforce_deadlines, name="swamp-serve-deadlines", daemon=True).start()
+        threading.Thread(
+            target=enforce_deadlines, args=(server,), name="swamp-serve-deadlines", daemon=True
+        ).start()
     stdin = sys.stdin.buffer
     from .channel import protect_stdout
 
