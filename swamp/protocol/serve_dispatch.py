@@ -17,8 +17,9 @@ from .. import __version__
 from ..domain.actors import Actor
 from ..domain.errors import InvalidRequest, ServeError, ShuttingDown, SwampError, TooManyRequests
 from .connection import ConnectionWriter
+from .frames import FrameWriter, answer
 from .helpers import Helpers, Request
-from .jsonl import POSITIONING_SECONDS, FrameWriter, answer
+from .jsonl import POSITIONING_SECONDS
 from .requests import executes, handle
 from .serve_flights import Flights, InFlight
 from .serve_hosting import Hosting

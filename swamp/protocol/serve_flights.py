@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain.actors import Actor
-from .jsonl import FrameWriter
+from .frames import FrameWriter
 
 
 @dataclass

@@ -9,8 +9,9 @@ from typing import IO
 
 from ..domain.actors import Actor
 from ..domain.errors import ShuttingDown
+from .frames import BadFrame, FrameWriter, parse_frame, refuse
 from .helpers import Request
-from .jsonl import MAX_PIPELINED, BadFrame, FrameWriter, TooLong, bounded_lines, parse_frame, refuse, too_long
+from .jsonl import MAX_PIPELINED, TooLong, bounded_lines, too_long
 from .requests import executes
 from .serve_dispatch import SERVE_TYPES, Dispatcher
 from .serve_flights import Flights
