@@ -36,13 +36,11 @@ CLAIM_HELD = "claim_held"
 def still_open(run: WorkflowRun, now: dt.datetime) -> list[dict[str, Any]]:
     """What keeps the run suspended, in the record's order: open waits and open gates (an expired
     one is not open: the continuation fails it, as resume does)."""
-    waits = {id(s) for _, s in run.open_waits(now)}
-    gates = {id(s) for _, s in run.open_gates(now)}
     items: list[dict[str, Any]] = []
-    for job, step in run.steps():
-        if id(step) in waits and step.wait is not None:
+    for job, step in run.open_steps(now):
+        if step.status == "waiting" and step.wait is not None:
             items.append({"kind": "wait", "job": job.name, "step": step.name, "waitId": step.wait.waitId})
-        elif id(step) in gates:
+        else:
             items.append({"kind": "gate", "job": job.name, "step": step.name})
     return items
 
@@ -64,9 +62,9 @@ def continue_if_nothing_open(app: App, run: WorkflowRun, emit: Emit | None) -> d
     """With the run's claim held and the answer saved: continue the run if nothing else is open.
     Returns `{continued: true, run}` (the run document, as workflow.resume returns it) or
     `{continued: false, stillOpen}`."""
-    items = still_open(run, app.clock.now())
-    if items or run.status != "suspended":
-        return {"continued": False, "stillOpen": items}
+    now = app.clock.now()
+    if not run.may_continue(now):
+        return {"continued": False, "stillOpen": still_open(run, now)}
     return {"continued": True, "run": continue_claimed(app, run, emit)}
 
 

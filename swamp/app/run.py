@@ -13,7 +13,6 @@ from ..engine.executor import WorkflowExecutor
 from ..engine.ports import Emit
 from .context import App
 from .execution import engine_services
-from .execution import workflow_of as workflow_of  # protocol/serve.py imports it from here
 from .supersede import supersede
 from .views import run_document
 

@@ -150,16 +150,14 @@ def _interruptible(
     request: str, payload: dict[str, Any], progress: Callable[[dict[str, Any]], None] | None
 ) -> contextlib.AbstractContextManager[Any]:
     """Ctrl-C / SIGTERM handling (cli/interrupt.py) for a request that may execute a run."""
-    if request not in EXECUTING_REQUESTS and payload.get("resume") is not True:
+    from ..protocol.requests import executes
+
+    if not executes(request, payload):
         return contextlib.nullcontext()
     from .interrupt import interruptible
 
     return interruptible(lambda: getattr(progress, "status_width", 0))
 
-
-# Requests that execute a run in this process (and so stop it on Ctrl-C / SIGTERM), besides any
-# request whose payload has `"resume": true` (signal --resume, approve --resume).
-EXECUTING_REQUESTS = frozenset({"workflow.run", "workflow.resume"})
 
 # Requests that neither run steps nor load extension code, so their process is short (see `call`);
 # not when their payload says `resume` (signal --resume executes the run).

@@ -589,11 +589,30 @@ class WorkflowRun:
         is what `serve --auto-continue` continues, whichever process settled its last wait
         (SERVE-039). A wait past its deadline but not yet failed is still unsettled: failing it is
         --enforce-deadlines' job (SERVE-024)."""
-        if self.status != "suspended":
-            return False
-        steps = self.steps()
-        has_wait = any(step.wait is not None for _, step in steps)
-        return has_wait and not any(step.status in WAITING_STEP for _, step in steps)
+        has_wait = any(step.wait is not None for _, step in self.steps())
+        return has_wait and self.may_continue(None)
+
+    def may_continue(self, now: dt.datetime | None) -> bool:
+        """Whether the run may be continued: it is suspended and nothing is open (open_steps)."""
+        return self.status == "suspended" and not self.open_steps(now)
+
+    def open_steps(self, now: dt.datetime | None) -> list[tuple[JobRun, StepRun]]:
+        """The waits and gates that keep the run suspended, in the record's order. Given `now`, one
+        past its deadline is not open: continuing the run fails it, as resume does (signal and
+        approve --resume, serve after an approve: WAIT-061, SERVE-020). Without `now`, one past its
+        deadline stays open until something fails it (auto-continue leaves that to
+        --enforce-deadlines, SERVE-024)."""
+        found = []
+        for job, step in self.steps():
+            if step.status == "waiting":
+                holder: SignalWait | ApprovalGate | None = step.wait
+            elif step.status == "waiting_approval":
+                holder = step.approval
+            else:
+                continue
+            if now is None or (holder is not None and not holder.is_expired(now)):
+                found.append((job, step))
+        return found
 
     def find_step(self, name: str, job: str | None = None) -> tuple[JobRun, StepRun]:
         matches = [(j, s) for j, s in self.steps() if s.name == name and (job is None or j.name == job)]

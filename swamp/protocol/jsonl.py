@@ -25,7 +25,7 @@ from typing import IO, Any
 from ..domain.errors import InvalidRequest
 from .frames import MAX_LINE_BYTES, BadFrame, FrameWriter, answer, parse_frame, refuse
 from .helpers import Helpers, Request
-from .requests import handle
+from .requests import executes, handle
 
 CHUNK_BYTES = 64 * 1024
 MAX_WORKERS = 16
@@ -207,8 +207,9 @@ def _serve_lines(
                 pool.submit(_answer_then, slots.release, writer, request_id, request_type, payload, number)
                 continue
             helpers.arrived(request_type)
-            executes = payload.get("resume") is True  # continues a run: streamed from here
-            request = Request(request_id, request_type, line, number, repo_dir, executes=executes)
+            request = Request(
+                request_id, request_type, line, number, repo_dir, executes=executes(request_type, payload)
+            )
             finish = functools.partial(_finished, helpers, request_type, slots.release)
             if not helpers.hand_off(request, writer.write_lines, finish):
                 pool.submit(_answer_here_or_there, writer, helpers, request, payload, finish)

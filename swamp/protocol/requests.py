@@ -26,6 +26,9 @@ class RequestType:
     name: str
     handler: Callable[..., dict[str, Any]]
     needs_repo: bool = True
+    # Answering it executes a run (and so is hosted by serve, stopped by Ctrl-C / SIGTERM in a CLI,
+    # never handed to a helper process). Any answer given `"resume": true` does too: see `executes`.
+    executes_run: bool = False
 
 
 def _app(payload: dict[str, Any], actor: Actor | None) -> Any:
@@ -355,13 +358,13 @@ REQUEST_TYPES: dict[str, RequestType] = {
         RequestType("workflow.get", _workflow_get),
         RequestType("workflow.create", _workflow_create),
         RequestType("workflow.validate", _workflow_validate),
-        RequestType("workflow.run", _workflow_run),
+        RequestType("workflow.run", _workflow_run, executes_run=True),
         RequestType("workflow.history", _workflow_history),
         RequestType("workflow.history.get", _workflow_history_get),
         RequestType("workflow.approve", _workflow_approve),
         RequestType("workflow.reject", _workflow_reject),
         RequestType("workflow.approvals", _workflow_approvals),
-        RequestType("workflow.resume", _workflow_resume),
+        RequestType("workflow.resume", _workflow_resume, executes_run=True),
         RequestType("workflow.cancel", _workflow_cancel),
         RequestType("workflow.signal", _workflow_signal),
         RequestType("workflow.waits", _workflow_waits),
@@ -374,6 +377,15 @@ REQUEST_TYPES: dict[str, RequestType] = {
         RequestType("model.type.list", _model_type_list),
     ]
 }
+
+
+def executes(name: str, payload: Any) -> bool:
+    """Whether answering the request may execute a run: run, resume, and an answer that continues
+    the run (`resume: true` on workflow.signal or workflow.approve), which then continues it itself."""
+    known = REQUEST_TYPES.get(name)
+    return (known is not None and known.executes_run) or (
+        isinstance(payload, dict) and payload.get("resume") is True
+    )
 
 
 def check_payload(request_type: RequestType, payload: Any) -> dict[str, Any]:
