@@ -15,12 +15,13 @@ from ..domain import suggested
 from ..domain.errors import ClaimTimeout, SwampError
 from ..domain.held import HeldSignal, SignalHeld, closed_error, reserved_schema
 from ..domain.instants import iso
-from ..domain.run import JobRun, StepRun, WorkflowRun, empty_payload
+from ..domain.run import JobRun, StepRun, WorkflowRun
 from ..domain.waits import (
     PayloadInvalid,
     PayloadMalformed,
     SignalReceipt,
     SignalWait,
+    empty_payload,
     new_signal_id,
     payload_digest,
 )

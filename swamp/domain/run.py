@@ -45,53 +45,19 @@ from .records import (
 from .waits import (
     WAIT_TIMEOUT,
     PayloadInvalid,
-    PayloadMalformed,
     SignalReceipt,
     SignalWait,
     WaitExpired,
     WaitNotFound,
     WaitOpen,
     WaitSettled,
+    empty_explained,
     new_signal_id,
     new_wait_id,
     payload_digest,
 )
 
 FORMAT_VERSION = 1
-
-
-def _empty_explained(
-    read_payload: Callable[[], Any], wait: SignalWait, schema_problems: Callable[[Any, Any], list[Any]]
-) -> Callable[[], Any]:
-    """`read_payload`, whose refusal of an empty payload gives an example that fits this wait."""
-
-    def read() -> Any:
-        try:
-            return read_payload()
-        except PayloadMalformed as exc:
-            if exc.details.get("reason") == "empty":
-                raise empty_payload(wait, schema_problems) from None
-            raise
-
-    return read
-
-
-def empty_payload(wait: SignalWait, schema_problems: Callable[[Any, Any], list[Any]]) -> PayloadMalformed:
-    """An empty payload, answered with an example that fits this wait (when one can be made)."""
-    import json
-
-    from .waits import example_value
-
-    example = example_value(wait.schema)
-    if schema_problems(example, wait.schema):
-        such_as = "a JSON value that matches its schema"
-    else:
-        such_as = "a JSON value such as " + json.dumps(example, separators=(",", ":"), ensure_ascii=False)
-    return PayloadMalformed(
-        f"The payload is empty; wait {wait.waitId} takes {such_as} "
-        f"(see: swamp workflow wait show {wait.waitId})",
-        {"waitId": wait.waitId, "reason": "empty"},
-    )
 
 
 _UNREADABLE = object()  # a payload that could not be read never equals a stored one
@@ -849,7 +815,7 @@ class WorkflowRun:
         job, step = self.find_wait(wait_id)
         wait = step.wait
         assert wait is not None
-        read_payload = _empty_explained(read_payload, wait, schema_problems)
+        read_payload = empty_explained(read_payload, wait, schema_problems)
         if step.status != "waiting" or wait.outcome is not None:
             try:
                 offered: Any = read_payload()

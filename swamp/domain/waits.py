@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from os import urandom  # what secrets.token_bytes returns, without secrets' random and hmac
 from typing import Any, ClassVar, Literal
@@ -396,3 +397,35 @@ def _example_number(schema: dict[str, Any], integer: bool) -> float | int:
     if integer:
         return math.ceil(candidate)
     return int(candidate) if float(candidate).is_integer() else candidate
+
+
+def empty_explained(
+    read_payload: Callable[[], Any], wait: SignalWait, schema_problems: Callable[[Any, Any], list[Any]]
+) -> Callable[[], Any]:
+    """`read_payload`, whose refusal of an empty payload gives an example that fits this wait."""
+
+    def read() -> Any:
+        try:
+            return read_payload()
+        except PayloadMalformed as exc:
+            if exc.details.get("reason") == "empty":
+                raise empty_payload(wait, schema_problems) from None
+            raise
+
+    return read
+
+
+def empty_payload(wait: SignalWait, schema_problems: Callable[[Any, Any], list[Any]]) -> PayloadMalformed:
+    """An empty payload, answered with an example that fits this wait (when one can be made)."""
+    from . import suggested
+
+    example = example_value(wait.schema)
+    if schema_problems(example, wait.schema):
+        such_as = "a JSON value that matches its schema"
+    else:
+        such_as = "a JSON value such as " + json.dumps(example, separators=(",", ":"), ensure_ascii=False)
+    return PayloadMalformed(
+        f"The payload is empty; wait {wait.waitId} takes {such_as} "
+        f"(see: {suggested.wait_show(wait.waitId)})",
+        {"waitId": wait.waitId, "reason": "empty"},
+    )
