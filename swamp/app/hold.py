@@ -17,13 +17,13 @@ from ..domain.held import HeldSignal, SignalHeld, closed_error, reserved_schema
 from ..domain.instants import iso
 from ..domain.run import JobRun, StepRun, WorkflowRun
 from ..domain.waits import (
-    PayloadInvalid,
     PayloadMalformed,
     SignalReceipt,
     SignalWait,
     empty_payload,
     new_signal_id,
     payload_digest,
+    payload_invalid,
 )
 from .context import App
 from .held import EarlySignals, settle_claimed
@@ -59,12 +59,7 @@ def hold(
         payload = _read(read_payload, wait_id, schema, app)
         problems = app.validation.problems(payload, schema)
         if problems:
-            listed = "; ".join(str(p) for p in problems)
-            raise PayloadInvalid(
-                f"The payload does not match the schema of wait {wait_id}: {listed}. "
-                f"See what it accepts with: swamp workflow wait show {wait_id}",
-                {"waitId": wait_id, "errors": [p.to_dict() for p in problems]},
-            )
+            raise payload_invalid(wait_id, problems)
     except SwampError as exc:
         if not check_only:
             audit(found, exc.code, None)

@@ -44,7 +44,6 @@ from .records import (
 )
 from .waits import (
     WAIT_TIMEOUT,
-    PayloadInvalid,
     SignalReceipt,
     SignalWait,
     WaitExpired,
@@ -55,6 +54,7 @@ from .waits import (
     new_signal_id,
     new_wait_id,
     payload_digest,
+    payload_invalid,
 )
 
 FORMAT_VERSION = 1
@@ -833,12 +833,7 @@ class WorkflowRun:
         payload = read_payload()
         problems = schema_problems(payload, wait.schema)
         if problems:
-            listed = "; ".join(str(p) for p in problems)
-            raise PayloadInvalid(
-                f"The payload does not match the schema of wait {wait_id}: {listed}. "
-                f"See what it accepts with: swamp workflow wait show {wait_id}",
-                {"waitId": wait_id, "errors": [p.to_dict() for p in problems]},
-            )
+            raise payload_invalid(wait_id, problems)
         if not record:
             return job, step, payload, None
         return job, step, payload, step.accept_signal(now, payload, user, on_behalf_of)

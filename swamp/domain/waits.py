@@ -429,3 +429,15 @@ def empty_payload(wait: SignalWait, schema_problems: Callable[[Any, Any], list[A
         f"(see: {suggested.wait_show(wait.waitId)})",
         {"waitId": wait.waitId, "reason": "empty"},
     )
+
+
+def payload_invalid(wait_id: str, problems: list[Any]) -> PayloadInvalid:
+    """The refusal of a payload the wait's schema does not accept, listing each problem."""
+    from . import suggested
+
+    listed = "; ".join(str(p) for p in problems)
+    return PayloadInvalid(
+        f"The payload does not match the schema of wait {wait_id}: {listed}. "
+        f"See what it accepts with: {suggested.wait_show(wait_id)}",
+        {"waitId": wait_id, "errors": [p.to_dict() for p in problems]},
+    )

@@ -53,7 +53,7 @@ import errno
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..domain.errors import CursorExpired, CursorInvalid
@@ -269,21 +269,31 @@ class EventLog:
     def _follow(self, fd: int, epoch: str, first: int, offset: int, chain: int) -> int:
         """The last seq of the chain that goes on from `chain` at byte `offset` of the segment;
         every line on the way that does not follow is reported (EVENT-022)."""
-        size = os.fstat(fd).st_size
-        raw = os.pread(fd, max(0, size - offset), offset)
+        raw = os.pread(fd, max(0, os.fstat(fd).st_size - offset), offset)
+        for _, seq, _ in self._chained(raw, offset, epoch, first, chain):
+            chain = seq
+        return chain
+
+    def _chained(
+        self, raw: bytes, offset: int, epoch: str, first: int, chain: int, end: int | None = None
+    ) -> Iterator[tuple[dict[str, Any], int, int]]:
+        """(event, its seq, the byte just past its line) for each whole line of `raw` (the segment
+        from byte `offset` on) that follows the chain ending at `chain`: of this epoch, seq one more
+        than the last, and not past `end` (where a closed segment ends). Every other line is
+        reported and skipped (EVENT-022); an unreadable one is skipped."""
         position = offset
-        for line in raw[: raw.rfind(b"\n") + 1].split(b"\n")[:-1]:
+        for line in raw[: raw.rfind(b"\n") + 1].split(b"\n")[:-1]:  # whole lines only
             start = position
             position += len(line) + 1
             event = _event_of(line)
             if event is None:
                 continue
-            seq = _seq(event["cursor"])
-            if event["cursor"][:8] != epoch or seq != chain + 1:
+            number = _seq(event["cursor"])
+            if event["cursor"][:8] != epoch or number != chain + 1 or (end is not None and number > end):
                 self._out_of_sequence(epoch, first, start, event["cursor"], cursor_of(epoch, chain))
                 continue
-            chain = seq
-        return chain
+            chain = number
+            yield event, number, position
 
     def _read_head(self) -> tuple[str, int, int, int] | None:
         """(epoch, first, size, seq) of the head kept in the lock file; None when there is none
@@ -501,18 +511,7 @@ class EventLog:
                 raw = os.pread(fd, max(0, os.fstat(fd).st_size - offset), offset)
             finally:
                 os.close(fd)
-            position = offset
-            for line in raw[: raw.rfind(b"\n") + 1].split(b"\n")[:-1]:  # whole lines only
-                start = position
-                position += len(line) + 1
-                event = _event_of(line)
-                if event is None:
-                    continue
-                number = _seq(event["cursor"])
-                if event["cursor"][:8] != epoch or number != chain + 1 or (end is not None and number > end):
-                    self._out_of_sequence(epoch, first, start, event["cursor"], cursor_of(epoch, chain))
-                    continue
-                chain = number
+            for event, number, position in self._chained(raw, offset, epoch, first, chain, end):
                 if number <= seq:
                     continue  # before `after`
                 found.append(event)
