@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import Repo
 
+import swamp
 from swamp.domain.errors import CursorExpired, CursorInvalid
 from swamp.store.events import EventLog
 from swamp.store.repo import RepoLayout
@@ -191,13 +193,19 @@ def test_retention_that_cannot_drop_a_segment_keeps_the_events_and_says_which(tm
         (shared / ".swamp" / "locks" / "events.lock").chmod(0o666)
         (root_segment,) = os.listdir(folder)
         (folder / root_segment).chmod(0o666)  # writable by all (a team's umask 000), still root's
+        # The other account may not reach this checkout (a clone in a 0700 folder): it runs the
+        # base interpreter on a copy of the package, in the shared folder.
+        lib = shared / "lib"
+        package = Path(swamp.__file__).parent
+        shutil.copytree(package, lib / "swamp", ignore=shutil.ignore_patterns("__pycache__"))
         ran = subprocess.run(
             [
                 "setpriv",
                 "--reuid=65534",
                 "--regid=65534",
                 "--clear-groups",
-                sys.executable,
+                os.path.realpath(sys.executable),
+                "-S",
                 "-c",
                 RETENTION_AS_ANOTHER_ACCOUNT,
                 str(shared),
@@ -205,6 +213,7 @@ def test_retention_that_cannot_drop_a_segment_keeps_the_events_and_says_which(tm
             capture_output=True,
             text=True,
             timeout=60,
+            env={"PYTHONPATH": str(lib), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"},
         )
         assert ran.returncode == 0, ran.stderr
         blocked, *cursors = ran.stdout.split()
