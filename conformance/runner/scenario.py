@@ -50,6 +50,7 @@ FEATURES = (
     "events",
     "hooks",
     "held-signals",
+    "access",
 )
 # Features a runner selects only when asked (--features): the run store being PostgreSQL is a
 # property of how the implementation is set up for the run (--env-hook), not of the implementation.

@@ -25,6 +25,13 @@ _WORDS = {
     "events": "events",
     "serve": "serve",
     "--socket": "unix-socket",
+    "grant": "access",
+    "revoke": "access",
+    "--token": "access",
+    "--token-file": "access",
+    "--override": "access",
+    "--connect": "access",
+    "--socket-access": "access",
 }
 # the `type` of a request a scenario sends (a `jsonl` step, a session `send`)
 _REQUESTS = {
@@ -33,16 +40,24 @@ _REQUESTS = {
     "workflow.approvals": "gates",
     "workflow.watch": "watch",
     "events.subscribe": "events",
+    "workflow.wait.grant": "access",
+    "workflow.wait.revoke": "access",
 }
+# a field of a request's payload that needs a feature
+_PAYLOAD_KEYS = {"token": "access", "override": "access"}
 # text of a file the scenario writes
 _FILE_TEXT = (
     ("manual_approval", re.compile(r"\bmanual_approval\b"), "gates"),
     ("forEach", re.compile(r"\bforEach\b"), "foreach"),
     ("hooks:", re.compile(r"(?m)^[ \t]*(?:-[ \t]+)?hooks:|\bhooks:[ \t]*\{|\"hooks\"[ \t]*:"), "hooks"),
+    ("answerers:", re.compile(r"\banswerers\b"), "access"),
+    ("approvers:", re.compile(r"\bapprovers\b"), "access"),
 )
 # keys and strings of an expectation that only a held signal produces (WAIT-069..WAIT-078)
 _HELD_KEYS = ("held", "heldAt", "heldRefused")
 _HELD_CODES = ("signal_held", "wait_closed")
+# codes of an expectation that only who-may-answer rules produce (spec/access.md)
+_ACCESS_CODES = ("answerer_not_allowed", "permission_invalid", "permission_denied")
 
 
 def _steps(steps: Any) -> Iterator[dict[str, Any]]:
@@ -65,6 +80,14 @@ def _expect_held(value: Any) -> bool:
     if isinstance(value, list):
         return any(_expect_held(v) for v in value)
     return isinstance(value, str) and any(code in value for code in _HELD_CODES)
+
+
+def _expect_access(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_expect_access(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_expect_access(v) for v in value)
+    return isinstance(value, str) and any(code in value for code in _ACCESS_CODES)
 
 
 def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
@@ -103,6 +126,9 @@ def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
             payload = request.get("payload")
             if kind in _REQUESTS:
                 need(_REQUESTS[str(kind)], f"request {kind!r}")
+            for key in payload if isinstance(payload, dict) else ():
+                if key in _PAYLOAD_KEYS:
+                    need(_PAYLOAD_KEYS[key], f"a request payload with `{key}`")
             if kind == "workflow.resume" and isinstance(payload, dict) and "from" in payload:
                 need("resume-from", "request 'workflow.resume' with `from`")
             if kind == "workflow.run" and isinstance(payload, dict) and payload.get("watch"):
@@ -111,6 +137,8 @@ def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
             written += [_text(v) for v in step["write"].values()]
         if _expect_held(step.get("expect")):
             need("held-signals", f"step {number} expects a held signal (held, heldAt, signal_held, ...)")
+        if _expect_access(step.get("expect")):
+            need("access", f"step {number} expects a who-may-answer code ({', '.join(_ACCESS_CODES)})")
     for text in written:
         for label, pattern, feature in _FILE_TEXT:
             if pattern.search(text):
