@@ -100,6 +100,9 @@ def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
             reasons.append(why)
 
     written = [_text(v) for v in (data.get("files") or {}).values()]
+    for key in ("accounts", "groups"):
+        if data.get(key):
+            need("os-accounts", f"top-level `{key}:`")
     for number, step in enumerate(_steps(data.get("steps")), 1):
         argv: list[Any] = []
         if isinstance(step.get("run"), list):
@@ -114,6 +117,9 @@ def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
             need("resume-from", "argv `resume --from`")
         if "jsonl" in step:
             need("jsonl", "a `jsonl` step")
+        session = step.get("session")
+        if ("as" in step and "connect" not in step) or (isinstance(session, dict) and "as" in session):
+            need("os-accounts", f"step {number} runs `as:` another OS account")
         if "connect" in step:
             need("unix-socket", "a `connect` step")
         if "signal" in step and not isinstance(step.get("run"), list):
