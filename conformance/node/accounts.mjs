@@ -55,10 +55,15 @@ async function tool(argv, exists = null) {
   }
 }
 
+/** Makes the account unless it exists; returns its user ID. */
 async function ensureAccount(name) {
-  if ((await run(['getent', 'passwd', name])).code === 0) return;
-  await tool(['groupadd', name], 9);
-  await tool(['useradd', '--no-create-home', '--no-user-group', '--gid', name, '--shell', '/usr/sbin/nologin', name], 9);
+  let found = await run(['getent', 'passwd', name]);
+  if (found.code !== 0) {
+    await tool(['groupadd', name], 9);
+    await tool(['useradd', '--no-create-home', '--no-user-group', '--gid', name, '--shell', '/usr/sbin/nologin', name], 9);
+    found = await run(['getent', 'passwd', name]);
+  }
+  return Number(found.stdout.split(':')[2]);
 }
 
 async function ensureGroup(name, members) {
@@ -77,6 +82,7 @@ async function ensureGroup(name, members) {
 class Accounts {
   constructor() {
     this.done = new Set();
+    this.uids = new Map(); // account name -> user ID
     this.queue = Promise.resolve(); // one setup at a time (scenarios run concurrently)
   }
 
@@ -84,7 +90,7 @@ class Accounts {
     const next = this.queue.then(async () => {
       for (const role of accounts) {
         if (this.done.has(`a:${role}`)) continue;
-        await ensureAccount(accountName(role));
+        this.uids.set(accountName(role), await ensureAccount(accountName(role)));
         this.done.add(`a:${role}`);
       }
       for (const [role, members] of Object.entries(groups)) {

@@ -75,6 +75,11 @@ export class ScenarioRun {
     this.written = new Map(); // what the scenario itself wrote, by relative path
   }
 
+  /** The user IDs of the scenario's accounts (os-accounts), made before its first step. */
+  accountUids() {
+    return this.accounts.map((role) => ACCOUNTS.uids.get(accountName(role))).filter((uid) => uid !== undefined);
+  }
+
   /**
    * The umask of the scenario's processes: 0 when several accounts share its repo and home
    * (os-accounts), else the runner's own (null: left as it is).

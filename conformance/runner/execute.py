@@ -190,6 +190,12 @@ class ScenarioRun:
 
     # ------------------------------------------------------------------ driver
 
+    def account_uids(self) -> list[int]:
+        """The user IDs of the scenario's accounts (os-accounts), made before its first step."""
+        import pwd
+
+        return [pwd.getpwnam(account_name(role)).pw_uid for role in self.scenario.accounts]
+
     @property
     def umask(self) -> int:
         """The umask of the scenario's processes: 0 when several accounts share its repo and home

@@ -365,7 +365,8 @@ class Session:
                 ) from None
             time.sleep(0.05)
         owner = os.stat(address).st_uid
-        if owner not in (os.getuid(), 0):  # someone else's socket: send it nothing
+        # someone else's socket (not this user's, root's, or an account of the scenario's): send it nothing
+        if owner not in (os.getuid(), 0, *self.run.account_uids()):
             sock.close()
             raise SessionFailure([f"connect {rel}: the socket belongs to uid {owner}, not to this user"])
         self.sockets[name] = sock

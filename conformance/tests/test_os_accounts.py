@@ -162,3 +162,39 @@ def test_as_and_accounts_need_the_feature():
     assert "os-accounts" not in features_used(
         {"steps": [{"session": {"args": []}, "steps": [{"connect": "s", "as": "c"}]}]}
     )
+
+
+SERVED_SCENARIO = """\
+id: accounts-served
+title: The runner connects to a socket that an account of the scenario serves
+requirements: [RUN-008]
+features: [core, os-accounts, serve, unix-socket]
+accounts: [svc]
+steps:
+  - session: {args: [serve, --socket, s.sock], as: svc}
+    steps:
+      - {connect: s.sock, as: c}
+      - {send: [{type: echo, id: e1, payload: {n: 1}}], to: c}
+      - {expect: {frames: [{type: echo, id: e1, payload: {data: {n: 1}}}]}, from: c}
+"""
+
+
+@pytest.mark.skipif(not ROOT, reason="os-accounts needs root to make OS accounts")
+def test_the_runner_connects_to_a_socket_of_an_account_of_the_scenario(suite):  # noqa: F811
+    folder = Path(tempfile.mkdtemp(prefix="swamp-conformance-selftest-"))
+    try:
+        folder.chmod(0o755)
+        shutil.copy(GOOD.parent / "serve_impl.py", folder / "serve_impl.py")
+        impl = shlex.join([os.path.realpath(sys.executable), "-S", str(folder / "serve_impl.py")])
+        scenario(suite, "served.yaml", SERVED_SCENARIO)
+        # serve_impl answers its own request types (echo), not swamp's: frames only, as test_sessions
+        schemas = suite.path / "spec" / "schemas"
+        frame = json.loads((schemas / "frame.schema.json").read_text())
+        frame["$defs"]["result"].pop("allOf", None)
+        shutil.rmtree(schemas)
+        schemas.mkdir()
+        (schemas / "frame.schema.json").write_text(json.dumps(frame))
+        result = run(suite, impl, "--features", "all,os-accounts")
+        result.assert_outcomes(passed=1)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -108,6 +108,34 @@ describe('os-accounts in the node runner', { concurrency: 2 }, () => {
     });
   }
 
+  test('the runner connects to a socket that an account of the scenario serves', { skip: !ROOT && 'needs root' }, async () => {
+    fs.copyFileSync(path.join(CONFORMANCE, 'tests', 'serve_impl.py'), path.join(TMP, 'serve_impl.py'));
+    fs.chmodSync(path.join(TMP, 'serve_impl.py'), 0o644);
+    // serve_impl answers its own request types (echo), not swamp's: frames only, as the session tests
+    const schemas = path.join(TMP, 'schemas');
+    fs.mkdirSync(schemas, { recursive: true });
+    const frame = JSON.parse(fs.readFileSync(path.join(CONFORMANCE, '..', 'spec', 'schemas', 'frame.schema.json'), 'utf8'));
+    delete frame.$defs.result.allOf;
+    fs.writeFileSync(path.join(schemas, 'frame.schema.json'), JSON.stringify(frame));
+    const served = {
+      id: 'accounts-served', title: 'served', requirements: ['RUN-008'], features: ['core', 'os-accounts', 'serve', 'unix-socket'], accounts: ['svc'],
+      steps: [{
+        session: { args: ['serve', '--socket', 's.sock'], as: 'svc' },
+        steps: [
+          { connect: 's.sock', as: 'c' },
+          { send: [{ type: 'echo', id: 'e1', payload: { n: 1 } }], to: 'c' },
+          { expect: { frames: [{ type: 'echo', id: 'e1', payload: { data: { n: 1 } } }] }, from: 'c' },
+        ],
+      }],
+    };
+    const file = exportOf([served]);
+    const { code, out } = await new Promise((resolve) => {
+      execFile('node', [RUN, '--impl', `${PY} -S ${path.join(TMP, 'serve_impl.py')}`, '--scenarios', file, '--schemas', schemas, '--features', 'all,os-accounts'], { cwd: TMP },
+        (error, stdout, stderr) => resolve({ code: error ? error.code : 0, out: stdout + stderr }));
+    });
+    assert.equal(code, 0, out);
+  });
+
   test('a group has the same members in every scenario', async () => {
     const other = { ...structuredClone(ROLES), id: 'accounts-other', groups: { rtg: ['a', 'b'] } };
     const { code, out } = await run([ROLES, other], ['--features', 'all,os-accounts']);
