@@ -19,7 +19,7 @@ from os import urandom  # what secrets.token_bytes returns, without secrets' ran
 from typing import Any, ClassVar, Literal
 
 from .errors import SwampError
-from .records import ANY, NUMBER, STR, Reader, nested, one_of, optional
+from .records import ANY, NUMBER, OBJECT, STR, Reader, nested, one_of, optional
 
 WAIT_ID = re.compile(r"^wait_[a-z2-7]{26}$")
 # A wait may also be named by a unique prefix of its ID: `wait_` and at least MIN_WAIT_PREFIX of its
@@ -127,6 +127,7 @@ class SignalReceipt:
     payloadSha256: str
     onBehalfOf: str | None = None  # SWAMP_ACTOR of the sender: a claim, beside its account
     heldAt: str | None = None  # an early signal: when it was held, before its step opened (held.py)
+    override: str | None = None  # an admin answered past the wait's policy, for this reason (ACCESS-021)
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "id": STR,
@@ -136,6 +137,7 @@ class SignalReceipt:
         "payloadSha256": STR,
         "onBehalfOf": optional(STR),
         "heldAt": optional(STR),
+        "override": optional(STR),
     }
 
     def as_signal(self) -> dict[str, Any]:
@@ -147,6 +149,8 @@ class SignalReceipt:
         }
         if self.onBehalfOf is not None:
             signal["onBehalfOf"] = self.onBehalfOf
+        if self.override is not None:
+            signal["override"] = self.override
         return signal
 
 
@@ -161,6 +165,9 @@ class SignalWait:
     description: str | None = None
     receipt: SignalReceipt | None = None
     outcome: str | None = None
+    # Who may answer, captured from the step's `answerers:` when the wait opened (ACCESS-001), as
+    # domain/access.py Policy.to_dict(); None: anyone may.
+    answerers: dict[str, Any] | None = None
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "kind": one_of(WAIT_KINDS, "wait kind"),
@@ -172,6 +179,7 @@ class SignalWait:
         "description": optional(STR),
         "receipt": optional(nested(SignalReceipt)),
         "outcome": optional(one_of(OUTCOMES, "wait outcome")),
+        "answerers": optional(OBJECT),
     }
 
     @classmethod
@@ -182,6 +190,7 @@ class SignalWait:
         schema: dict[str, Any] | bool,
         description: str | None,
         wait_id: str | None = None,
+        answerers: dict[str, Any] | None = None,
     ) -> SignalWait:
         """A wait opening now, under the ID reserved for its step when there is one (WAIT-066)."""
         from .deadlines import deadline_after
@@ -195,6 +204,7 @@ class SignalWait:
             timeout=timeout,
             schema=schema,
             description=description,
+            answerers=answerers,
         )
 
     def is_expired(self, now: dt.datetime) -> bool:
