@@ -4,7 +4,8 @@
 `features` (conformance/FORMAT.md §2), so that `--features core` never selects a scenario needing
 approval gates, `--jsonl`, forEach and the rest. The rules read only the scenario: the argv words
 of its `run` steps and sessions, its `jsonl` steps and the frames it sends (their `type` and
-`payload`), the text of the files it writes (`files:` and `write` steps) and its expectations.
+`payload`), the text of the files it writes (`files:` and `write` steps), its expectations, and
+the OS accounts it declares or runs a step `as:` (`os-accounts`).
 """
 
 from __future__ import annotations
