@@ -15,6 +15,10 @@ const LOCK_WAIT = 10; // seconds to retry a tool that found /etc/passwd or /etc/
 export const ROOT_ONLY = 'needs root: the runner makes the OS accounts and groups of os-accounts scenarios with useradd '
   + 'and groupadd (run the runner as root, or leave os-accounts out of --features)';
 
+export const UNREACHABLE = "if it is the scenario's account that may not run the implementation (Permission denied), put "
+  + 'the implementation and its interpreter where other accounts may run them, with no folder only its owner may enter '
+  + 'on the way (README.md, "Several OS accounts")';
+
 export class AccountSetupFailure extends Error {}
 
 export const accountName = (role) => ACCOUNT_PREFIX + role;

@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ACCOUNTS, AccountSetupFailure, accountName, groupName, wrap } from './accounts.mjs';
+import { ACCOUNTS, AccountSetupFailure, accountName, groupName, UNREACHABLE, wrap } from './accounts.mjs';
 import { EnvHookFailure, runEnvHook } from './envhook.mjs';
 import { dumpJson, isJsonObject, parseJson } from './json.mjs';
 import { glob, listing } from './glob.mjs';
@@ -532,6 +532,7 @@ export class ScenarioRun {
         '  env (besides the clean base env): ' + (extra.map(([k, v]) => `${k}=${shlexQuote(v)}`).join(' ') || '(none)'),
         `  exit code: ${result.timedOut ? '(timed out)' : result.returncode}`,
       );
+      if (result.argv[0] === 'setpriv' && result.stderr.includes('Permission denied')) out.push(`  note: ${UNREACHABLE}`);
     }
     if (session) out.push(...session.header());
     out.push('problems:', ...problems.map((p) => indent(p, '  - ', '    ')));

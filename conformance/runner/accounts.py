@@ -29,6 +29,13 @@ ROOT_ONLY = (
 )
 
 
+UNREACHABLE = (
+    "if it is the scenario's account that may not run the implementation (Permission denied), put "
+    "the implementation and its interpreter where other accounts may run them, with no folder only "
+    'its owner may enter on the way (README.md, "Several OS accounts")'
+)
+
+
 class AccountSetupFailure(Exception):
     """An account or group could not be made; the message says which and why."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .accounts import ACCOUNTS, AccountSetupFailure, account_name, group_name, wrap
+from .accounts import ACCOUNTS, UNREACHABLE, AccountSetupFailure, account_name, group_name, wrap
 from .envhook import EnvHookFailure, run_env_hook
 from .globbing import glob
 from .matching import json_text, match, match_frames, short, substitute
@@ -645,6 +645,8 @@ class ScenarioRun:
                 + (" ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(extra.items())) or "(none)"),
                 f"  exit code: {'(timed out)' if result.timed_out else result.returncode}",
             ]
+            if result.argv[:1] == ["setpriv"] and "Permission denied" in result.stderr:
+                out.append(f"  note: {UNREACHABLE}")
         if session is not None:
             out += session.header()
         out.append("problems:")

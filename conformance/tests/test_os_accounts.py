@@ -113,6 +113,8 @@ def test_a_step_as_another_account_that_does_not_match_fails_naming_setpriv(suit
     out = result.stdout.str()
     assert 'steps[2] (run: b is no member of rtg): json $.account: expected "swpr-a", got "swpr-b"' in out
     assert "command: setpriv --reuid=swpr-b --regid=swpr-b --init-groups -- " in out
+    kept = Path(out.split("repo dir (kept): ")[1].split()[0]).parent  # outside pytest's basetemp
+    shutil.rmtree(kept, ignore_errors=True)
 
 
 @pytest.mark.parametrize(
