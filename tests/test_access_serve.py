@@ -333,3 +333,50 @@ def test_output_through_connect_is_the_local_output(place: Place, as_json: bool)
             assert _same_shape(json.dumps(theirs)) == _same_shape(json.dumps(mine))
         else:
             assert _same_shape(remote.stdout) == _same_shape(local.stdout)
+
+
+def test_a_serve_of_another_account_in_a_folder_it_does_not_own_is_refused(place: Place) -> None:
+    """ACCESS-082: anyone may leave a socket in a shared folder (here a sticky 1777 one of root's);
+    --connect sends nothing to a serve of an account that neither is yours, nor root, nor owns
+    the folder: socket_not_owned (exit 3)."""
+    shared = place.base / "shared"
+    shared.mkdir(mode=0o1777, exist_ok=True)
+    os.chmod(shared, 0o1777)
+    trap = shared / "release.sock"
+    serve = subprocess.Popen(
+        [
+            "setpriv",
+            f"--reuid={OUTSIDER}",
+            f"--regid={OUTSIDER}",
+            "--init-groups",
+            str(SWAMP),
+            "serve",
+            "--socket",
+            str(trap),
+            "--socket-access",
+            "any",
+        ],
+        cwd=place.base,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(place.base)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not trap.exists():
+            assert serve.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        _run_id, wait_id = _start(place)
+        sent = place.swamp(
+            MEMBER, "--connect", str(trap), "workflow", "signal", wait_id, "--payload", "{}", "--json"
+        )
+        assert sent.returncode == 3, (sent.stdout, sent.stderr)
+        error = json.loads(sent.stdout)["error"]
+        assert error["code"] == "socket_not_owned"
+        assert error["details"]["owner"] == pwd.getpwnam(OUTSIDER).pw_uid
+        shown = place.json(SERVICE, "workflow", "wait", "show", wait_id)
+        assert shown["status"] == "open"
+    finally:
+        serve.terminate()
+        serve.wait(20)
