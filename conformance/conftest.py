@@ -404,10 +404,11 @@ def _workdir(config: pytest.Config, scenario_id: str, *, shared: bool = False) -
     name = re.sub(r"[^a-z0-9-]", "-", scenario_id)[:40]
     if shared:
         if not _SHARED_ROOT:
-            _SHARED_ROOT.append(Path(tempfile.mkdtemp(prefix="swamp-conformance-accounts-")))
+            _SHARED_ROOT.append(Path(tempfile.mkdtemp(prefix="swamp-accounts-")))
             _SHARED_ROOT[0].chmod(0o755)
             atexit.register(_remove_if_empty, _SHARED_ROOT[0])
-        return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=_SHARED_ROOT[0]))
+        # short: a socket's whole path must fit in sun_path (about 100 bytes)
+        return Path(tempfile.mkdtemp(prefix=f"{name[:24]}-", dir=_SHARED_ROOT[0]))
     factory = getattr(config, "_tmp_path_factory", None)
     if factory is not None:
         return Path(factory.mktemp(name, numbered=True))
