@@ -18,6 +18,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -363,7 +364,7 @@ class ScenarioItem(pytest.Item):
         finally:
             self.user_properties.append(("sent", run.sent))
         if _SHARED_ROOT and workdir.parent == _SHARED_ROOT[0]:
-            shutil.rmtree(workdir, ignore_errors=True)  # passed: nothing to inspect (a failure keeps it)
+            _remove(workdir)  # passed: nothing to inspect (a failure keeps it)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailure):
@@ -413,6 +414,16 @@ def _workdir(config: pytest.Config, scenario_id: str, *, shared: bool = False) -
     if factory is not None:
         return Path(factory.mktemp(name, numbered=True))
     return Path(tempfile.mkdtemp(prefix=f"swamp-conformance-{name}-"))
+
+
+def _remove(folder: Path) -> None:
+    """Best effort, as the Node runner: a process the implementation left (a serve's helper, a
+    detached hook) may still be writing its last file while the tree goes."""
+    for _ in range(20):
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            return
+        time.sleep(0.05)
 
 
 def _remove_if_empty(folder: Path) -> None:
