@@ -380,3 +380,43 @@ def test_a_serve_of_another_account_in_a_folder_it_does_not_own_is_refused(place
     finally:
         serve.terminate()
         serve.wait(20)
+
+
+CLIENT_AS_A_PEER = """
+import json, sys
+from swamp.client import Client, SwampError
+with Client.connect(sys.argv[1]) as client:
+    waits = client.waits()["waits"]
+    try:
+        client.run("release")
+    except SwampError as err:
+        print(json.dumps({"waits": len(waits), "refused": err.code}))
+    else:
+        print("{}")
+"""
+
+
+def test_a_member_program_reaches_the_serve_with_swamp_client(place: Place) -> None:
+    """ACCESS-082 in swamp.client: Client.connect trusts a serve of the account owning the
+    socket's folder; the program then reads, and is refused a run like any peer (ACCESS-074)."""
+    _start(place)
+    ran = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={MEMBER}",
+            f"--regid={MEMBER}",
+            "--init-groups",
+            str(SWAMP.with_name("python")),
+            "-c",
+            CLIENT_AS_A_PEER,
+            str(place.socket),
+        ],
+        env={"PATH": "/usr/bin:/bin", "HOME": str(place.base)},
+        cwd=place.base,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    said = json.loads(ran.stdout)
+    assert said["refused"] == "permission_denied" and said["waits"] >= 1

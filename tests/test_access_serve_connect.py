@@ -96,3 +96,27 @@ def test_an_empty_swamp_connect_is_unset(repo) -> None:
     _suspended(repo)
     result = repo.swamp("workflow", "waits", "--json", env={"SWAMP_CONNECT": ""})
     assert result.code == 0 and len(result.json["waits"]) == 1
+
+
+def test_the_payload_prompt_works_through_connect(repo, serve) -> None:
+    """ACCESS-081: at a terminal, signal without --payload asks through the serve (its wait show)
+    and sends what was typed through it."""
+    from terminal import Terminal
+
+    schema = {"type": "integer", "minimum": 1}
+    repo.write_workflow(
+        "count",
+        [job("main", {"name": "n", "task": {"type": "wait_for_signal", "timeout": 600, "schema": schema}})],
+    )
+    _code, run = cli_json(repo, "workflow", "run", "count")
+    wait_id = run["waits"][0]["waitId"]
+    server: Serve = serve()
+    term = Terminal(["--connect", str(server.socket), "workflow", "signal", wait_id], repo.root)
+    term.expect("payload (integer, ≥ 1): ")
+    term.line("3")
+    term.expect("[y/N] ")
+    term.line("y")
+    code, text = term.finish()
+    assert code == 0 and "Signal accepted" in text, text
+    shown = repo.swamp("workflow", "wait", "show", wait_id, "--json").json
+    assert shown["status"] != "open" and shown["receipt"]["submittedBy"]

@@ -22,11 +22,11 @@ from .output import print_error
 )
 @click.option(
     "--socket-access",
-    metavar="group:NAME|any",
+    metavar="ACCESS",
     callback=lambda ctx, param, value: _socket_access(value),
-    help="Let other accounts connect to --socket: the members of group NAME (socket mode 0660, "
-    "its group NAME) or any account (0666). Default: only serve's own account (0600). Other "
-    "accounts may only read and answer; serve's own account may do everything.",
+    help="Let other accounts connect to --socket: group:NAME, the members of group NAME (socket "
+    "mode 0660, its group NAME); any, every account (0666). Default: only serve's own account "
+    "(0600). Other accounts may only read and answer; serve's own account may do everything.",
 )
 @click.option(
     "--max-runs", type=click.IntRange(min=1), metavar="N", help="At most N runs executing at once (N ≥ 1)."

@@ -133,7 +133,7 @@ def _open(path: str) -> Any:
     """Connect to PATH and check who serves it (ACCESS-082) before anything is sent."""
     import socket
 
-    from ..client.client import peer_uid
+    from ..client.client import peer_uid, trusted_serve
     from ..client.wire import Connection
 
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -153,9 +153,7 @@ def _open(path: str) -> Any:
         owner = peer_uid(sock)
         if owner is None:
             owner = os.stat(path).st_uid
-        if owner not in (os.getuid(), 0, _folder_owner(path)):
-            # Anyone may put a socket in a folder others can write (/tmp): what you send (a token,
-            # a payload) would go to them. A serve of another account is trusted in its own folder.
+        if not trusted_serve(path, owner):  # what you send (a payload, a token) may go to anyone
             raise _local_error(
                 "socket_not_owned",
                 f"{path} is served by uid {owner}, which is neither you, root, nor the owner of the "
@@ -175,13 +173,6 @@ def _open(path: str) -> Any:
         sock.shutdown(socket.SHUT_RDWR)
 
     return Connection(reader, sock.sendall, ended, abort)
-
-
-def _folder_owner(path: str) -> int | None:
-    try:
-        return os.stat(os.path.dirname(os.path.abspath(path))).st_uid
-    except OSError:
-        return None
 
 
 def _unavailable(message: str, path: str) -> SwampError:
