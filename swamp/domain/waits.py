@@ -435,8 +435,7 @@ def empty_payload(wait: SignalWait, schema_problems: Callable[[Any, Any], list[A
     else:
         such_as = "a JSON value such as " + json.dumps(example, separators=(",", ":"), ensure_ascii=False)
     return PayloadMalformed(
-        f"The payload is empty; wait {wait.waitId} takes {such_as} "
-        f"(see: {suggested.wait_show(wait.waitId)})",
+        f"The payload is empty; wait {wait.waitId} takes {such_as} (see: {suggested.wait_show(wait.waitId)})",
         {"waitId": wait.waitId, "reason": "empty"},
     )
 
