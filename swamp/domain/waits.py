@@ -190,7 +190,6 @@ class SignalWait:
         schema: dict[str, Any] | bool,
         description: str | None,
         wait_id: str | None = None,
-        answerers: dict[str, Any] | None = None,
     ) -> SignalWait:
         """A wait opening now, under the ID reserved for its step when there is one (WAIT-066)."""
         from .deadlines import deadline_after
@@ -204,7 +203,6 @@ class SignalWait:
             timeout=timeout,
             schema=schema,
             description=description,
-            answerers=answerers,
         )
 
     def is_expired(self, now: dt.datetime) -> bool:
