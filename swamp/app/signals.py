@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..domain import suggested
 from ..domain.errors import RunNotFound, SwampError
@@ -24,6 +24,9 @@ from ..domain.waits import SignalReceipt, SignalWait, WaitNotFound, check_wait_i
 from .context import App
 from .signal_results import check_only_result, signal_audit
 from .views import wait_command
+
+if TYPE_CHECKING:
+    from .answerers import Admission
 
 
 def _locate(app: App, wait_id: str) -> WorkflowRun:
@@ -77,12 +80,18 @@ def signal(
     claim_timeout: float | None = None,
     resume: bool = False,
     emit: Callable[[dict[str, Any]], None] | None = None,
+    override: str | None = None,
 ) -> dict[str, Any]:
     """Every check, payload and schema included, is made first on the record read without the
     claim (WAIT-016): a slow or hostile payload never holds the claim. Then, under the claim, the
     record is read again and what can have changed since (the step, the deadline, the run's status)
     is checked again with the payload already read and checked. With `resume`, the run is then
-    continued under that same claim when nothing else is open (continuation.py)."""
+    continued under that same claim when nothing else is open (continuation.py). The wait's
+    answerer policy is the first check of all (ACCESS-008): it was captured when the wait opened
+    and never changes, so it is not checked again under the claim."""
+    from .answerers import check_override
+
+    check_override(override)
     user, on_behalf_of = app.user, app.on_behalf_of
     found = _read_unclaimed(app, wait_id)
     now = app.clock.now()
@@ -91,9 +100,14 @@ def signal(
         from .continuation import continue_if_nothing_open
         from .hold import hold
 
-        def note(run: WorkflowRun, code: str, signal_id: str | None) -> None:
+        def note(
+            run: WorkflowRun, code: str, signal_id: str | None, admission: Admission | None = None
+        ) -> None:
             app.runs.append_audit(
-                run, signal_audit(app.clock.now(), user, on_behalf_of, wait_id, code, signal_id)
+                run,
+                signal_audit(
+                    app.clock.now(), user, on_behalf_of, wait_id, code, signal_id, admission=admission
+                ),
             )
 
         return hold(
@@ -107,8 +121,12 @@ def signal(
             audit=note,
             accepted=lambda run, wid: _accepted(app, run, wid, app.clock.now()),
             continue_run=(lambda run: continue_if_nothing_open(app, run, emit)) if resume else None,
+            override=override,
         )
     try:
+        from .answerers import admit_wait
+
+        admission = admit_wait(app, found, *found.find_wait(wait_id), wait_id, override)
         job, step, payload, _ = found.signal(
             now, wait_id, read_payload, user, app.validation.problems, record=False
         )
@@ -136,14 +154,20 @@ def signal(
         now = app.clock.now()
         try:
             job, step, payload, receipt = run.signal(
-                now, wait_id, lambda: payload, user, checked_already, on_behalf_of=on_behalf_of
+                now,
+                wait_id,
+                lambda: payload,
+                user,
+                checked_already,
+                on_behalf_of=on_behalf_of,
+                override=admission.override,
             )
         except SwampError as exc:
             app.runs.append_audit(run, signal_audit(now, user, on_behalf_of, wait_id, exc.code))
             raise
         signal_id = receipt.id if receipt else None
         # The receipt and the audit entry: one transaction where the store has them (PostgreSQL).
-        entry = signal_audit(now, user, on_behalf_of, wait_id, "accepted", signal_id)
+        entry = signal_audit(now, user, on_behalf_of, wait_id, "accepted", signal_id, admission=admission)
         app.runs.save_with_audit(run, entry, settled_only=True)
         if resume:
             from .continuation import add_outcome, continue_if_nothing_open
@@ -206,6 +230,7 @@ def _wait_entry(
         "expired": left < 0,
         "description": wait.description,
         "schema": wait.schema,
+        **({"answerers": wait.answerers} if wait.answerers is not None else {}),
     }
 
 

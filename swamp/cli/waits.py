@@ -67,6 +67,11 @@ def wait_address(
     is_flag=True,
     help="Then continue the run here, as `resume` would, when nothing else is open.",
 )
+@click.option(
+    "--override",
+    metavar="REASON",
+    help="As an admin (.swamp.yaml admins), answer past the wait's answerer policy; the reason is recorded.",
+)
 @wait_address_options
 @claim_option
 @output_options
@@ -78,6 +83,7 @@ def workflow_signal(
     payload_file: str | None,
     check: bool,
     resume: bool,
+    override: str | None,
     run_id: str | None,
     step: str | None,
     job: str | None,
@@ -106,6 +112,7 @@ def workflow_signal(
       echo '{"verdict":"fix"}' | swamp workflow signal wait_3bq... --payload -
       swamp workflow signal wait_3bq... --payload-file verdict.json --check
       swamp workflow signal wait_3bq...     # at a terminal: asks, then confirms
+      swamp workflow signal wait_3bq... --payload '{"verdict":"ship"}' --override 'QA lead is away'
     """
     address = wait_address(wait_id, run_id, step, job)
     if check and resume:
@@ -172,6 +179,7 @@ def workflow_signal(
             "claimTimeout": claim_timeout,
             "check": True if check else None,
             "resume": True if resume else None,
+            "override": override,
         }
     )
     call_answer(

@@ -462,12 +462,14 @@ class Client:
         job: str | None = None,
         check: bool | None = None,
         resume: bool | None = None,
+        override: str | None = None,
         claim_timeout: float | None = None,
         repo_dir: PathArg | None = None,
         on_event: OnEvent = None,
     ) -> r.SignalResult:
         """`workflow.signal`: answer a wait with `payload` (any JSON value, `None` is null) or
-        `payload_text`; `resume=True` continues the run in the same request (`["run"]`).
+        `payload_text`; `resume=True` continues the run in the same request (`["run"]`);
+        `override` (an admin's reason) answers past the wait's answerer policy.
 
         >>> client.signal("wait_3bqx", {"verdict": "ship"}, resume=True)["continued"]
         >>> client.signal(run=run_id, step="review", payload={"verdict": "fix"})
@@ -485,6 +487,7 @@ class Client:
                 job=job,
                 check=check,
                 resume=resume,
+                override=override,
                 claim_timeout=claim_timeout,
                 repo_dir=repo_dir,
             ),
@@ -499,11 +502,13 @@ class Client:
         job: str | None = None,
         reason: str | None = None,
         resume: bool | None = None,
+        override: str | None = None,
         claim_timeout: float | None = None,
         repo_dir: PathArg | None = None,
         on_event: OnEvent = None,
     ) -> r.ApproveResult:
-        """`workflow.approve`: approve the gate STEP of the workflow's latest suspended run (or `run`)."""
+        """`workflow.approve`: approve the gate STEP of the workflow's latest suspended run (or
+        `run`); `override` (an admin's reason) approves past the gate's approver policy."""
         return cast(
             r.ApproveResult,
             self._ask(
@@ -515,6 +520,7 @@ class Client:
                 job=job,
                 reason=reason,
                 resume=resume,
+                override=override,
                 claim_timeout=claim_timeout,
                 repo_dir=repo_dir,
             ),
@@ -529,11 +535,13 @@ class Client:
         run: str | None = None,
         job: str | None = None,
         reason: str | None = None,
+        override: str | None = None,
         claim_timeout: float | None = None,
         repo_dir: PathArg | None = None,
         on_event: OnEvent = None,
     ) -> r.RejectResult:
-        """`workflow.reject`: reject a gate (WORKFLOW, STEP), or a signal wait with `wait_id` alone."""
+        """`workflow.reject`: reject a gate (WORKFLOW, STEP), or a signal wait with `wait_id` alone;
+        `override` (an admin's reason) rejects past its policy."""
         return cast(
             r.RejectResult,
             self._ask(
@@ -545,6 +553,7 @@ class Client:
                 run=run,
                 job=job,
                 reason=reason,
+                override=override,
                 claim_timeout=claim_timeout,
                 repo_dir=repo_dir,
             ),
