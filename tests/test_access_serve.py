@@ -65,6 +65,7 @@ class Place:
         self.repo = base / "repo"
         self.run = base / "run"
         self.socket = base / "run" / "release.sock"
+        self.log = base / "serve.log"
 
     def swamp(self, account: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         """swamp as `account` (its groups from the account database), in the repository."""
@@ -124,12 +125,12 @@ def place() -> Iterator[Place]:
         env={"PATH": "/usr/bin:/bin", "HOME": str(base), "SWAMP_NOW": NOW},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=here.log.open("w"),
     )
     try:
         deadline = time.monotonic() + 30
         while not here.socket.exists():
-            assert serve.poll() is None, serve.stderr.read() if serve.stderr else ""
+            assert serve.poll() is None, here.log.read_text()
             assert time.monotonic() < deadline, "serve did not listen within 30 s"
             time.sleep(0.05)
         yield here
@@ -202,6 +203,7 @@ def test_a_member_is_refused_everything_else_and_nothing_changes(place: Place, a
     assert error["code"] == "permission_denied"
     assert SERVICE in error["message"] and "Traceback" not in refused.stderr
     assert _state(place, run_id) == before
+    assert f"from {MEMBER} (permission_denied)" in place.log.read_text()
 
 
 FRAMES_AS_A_PEER = """

@@ -60,7 +60,6 @@ def cli(ctx: click.Context, as_json: bool, jsonl: bool, repo_dir: str | None, co
       swamp model create command/shell hello
       swamp workflow create hello
       swamp workflow run hello
-      swamp --connect /run/swamp/release.sock workflow signal WAIT_ID  # through a serve
     """
     ctx.obj = {**(ctx.obj or {}), "json": as_json, "repo_dir": repo_dir, "connect": connect or None}
     if connect:

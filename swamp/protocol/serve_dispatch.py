@@ -69,6 +69,7 @@ class Dispatcher:
         denied = self.peers.refusal(request_type, payload, actor)
         if denied is not None:
             request = None
+            self.hosting.log(f"refused {request_type} from {denied.details['account']} (permission_denied)")
         repo_dir = self.options.repo_dir
         if repo_dir is not None and "repoDir" not in payload and request_type not in NO_REPO_TYPES:
             payload = {**payload, "repoDir": repo_dir}
