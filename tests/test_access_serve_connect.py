@@ -120,3 +120,15 @@ def test_the_payload_prompt_works_through_connect(repo, serve) -> None:
     assert code == 0 and "Signal accepted" in text, text
     shown = repo.swamp("workflow", "wait", "show", wait_id, "--json").json
     assert shown["status"] != "open" and shown["receipt"]["submittedBy"]
+
+
+def test_a_connection_serve_turns_away_is_its_refusal(repo, serve) -> None:
+    """Past --max-connections, the command says serve's too_many_requests (SERVE-045), not that
+    the serve is missing."""
+    _suspended(repo)
+    server: Serve = serve("--max-connections", "1")
+    held = server.client()  # the one connection allowed
+    turned = repo.swamp("--connect", str(server.socket), "workflow", "waits", "--json")
+    held.close()
+    assert turned.code == 3, turned
+    assert turned.json["error"]["code"] == "too_many_requests"

@@ -107,6 +107,9 @@ class Remote:
             self.connection.start("cancel", {"id": call.id}, keep_events=False)
 
     def _lost(self, exc: Any) -> SwampError:
+        refusal = exc.details.get("refusal")
+        if isinstance(refusal, dict) and isinstance(refusal.get("code"), str):  # serve turned it away
+            return _local_error(refusal["code"], str(refusal.get("message")), refusal.get("details") or {})
         return _unavailable(
             f"The connection to swamp serve at {self.path} ended before it answered "
             f"({exc.message}); see whether the request took effect (swamp --connect {self.path} "
