@@ -64,12 +64,14 @@ class Approval:
     at: str
     onBehalfOf: str | None = None
     override: str | None = None
+    reason: str | None = None  # the approver's --reason
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "by": STR,
         "at": STR,
         "onBehalfOf": optional(STR),
         "override": optional(STR),
+        "reason": optional(STR),
     }
 
 
