@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from os import urandom  # what secrets.token_bytes returns, without secrets' random and hmac
 from typing import Any, ClassVar, Literal
 
+from .access import read_captured
 from .errors import SwampError
-from .records import ANY, NUMBER, OBJECT, STR, Reader, nested, one_of, optional
+from .records import ANY, NUMBER, STR, Reader, nested, one_of, optional
 
 WAIT_ID = re.compile(r"^wait_[a-z2-7]{26}$")
 # A wait may also be named by a unique prefix of its ID: `wait_` and at least MIN_WAIT_PREFIX of its
@@ -179,7 +180,7 @@ class SignalWait:
         "description": optional(STR),
         "receipt": optional(nested(SignalReceipt)),
         "outcome": optional(one_of(OUTCOMES, "wait outcome")),
-        "answerers": optional(OBJECT),
+        "answerers": optional(read_captured),
     }
 
     @classmethod
