@@ -325,6 +325,9 @@ def run_tree(doc: dict[str, Any]) -> None:
     out(f"Workflow: {style(doc['workflowName'], bold=True)} (run {doc['id']})")
     if inputs:
         out(f"  inputs: {inputs}")
+    starter = doc.get("startedBy") or doc.get("initiatedBy")
+    if starter and "audit" in doc:  # history get: who started it, as `starter: false` judges it
+        out(f"  started by: {who(starter, doc)}")
     for job in doc.get("jobs", []):
         out(f"  {ICONS.get(job['status'], '?')} {job['name']} {duration(job.get('durationMs'))}".rstrip())
         for step in job.get("steps", []):

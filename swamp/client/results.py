@@ -35,6 +35,7 @@ class RunDocument(TypedDict):
     resumeInputs: NotRequired[dict[str, Any]]
     tags: NotRequired[dict[str, Any]]
     initiatedBy: NotRequired[str]
+    startedBy: NotRequired[str]
     onBehalfOf: NotRequired[str]
     failedStep: NotRequired[str | None]
     failureReason: NotRequired[str | None]

@@ -420,6 +420,8 @@ class WorkflowRun:
     resumeInputs: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
     initiatedBy: str | None = None
+    # The starter a policy's `starter: false` refuses (ACCESS-010); set once, when the run is made.
+    startedBy: str | None = None
     onBehalfOf: str | None = None  # SWAMP_ACTOR of whoever started the run, beside initiatedBy
     failedStep: str | None = None
     failureReason: str | None = None
@@ -447,6 +449,7 @@ class WorkflowRun:
         "resumeInputs": list_of(STR),
         "tags": map_of(STR),
         "initiatedBy": optional(STR),
+        "startedBy": optional(STR),
         "onBehalfOf": optional(STR),
         "failedStep": optional(STR),
         "failureReason": optional(STR),
@@ -460,9 +463,10 @@ class WorkflowRun:
 
     @property
     def started_by(self) -> str | None:
-        """The account that started the run (RUN-008's initiatedBy; resume never changes it): the
-        starter a policy's `starter: false` refuses (ACCESS-010)."""
-        return self.initiatedBy
+        """The account that started the run (`startedBy`, RUN-008; resume never changes it): the
+        starter a policy's `starter: false` refuses (ACCESS-010). A record written before
+        `startedBy` existed says it as `initiatedBy`."""
+        return self.startedBy if self.startedBy is not None else self.initiatedBy
 
     # -- construction and reading -----------------------------------------------------------
 
@@ -490,6 +494,7 @@ class WorkflowRun:
             inputs=inputs,
             tags=tags,
             initiatedBy=initiated_by,
+            startedBy=initiated_by,
             onBehalfOf=on_behalf_of,
             jobs=[JobRun(name=j, steps=[StepRun(name=s) for s in steps]) for j, steps in jobs],
         )
