@@ -16,10 +16,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from os import urandom  # what secrets.token_bytes returns, without secrets' random and hmac
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from .errors import SwampError
-from .records import ANY, NUMBER, STR, Reader, nested, one_of, optional
+from .records import ANY, NUMBER, STR, Reader, list_of, nested, one_of, optional
+
+if TYPE_CHECKING:
+    from .permissions import Permission
 
 WAIT_ID = re.compile(r"^wait_[a-z2-7]{26}$")
 # A wait may also be named by a unique prefix of its ID: `wait_` and at least MIN_WAIT_PREFIX of its
@@ -127,6 +130,8 @@ class SignalReceipt:
     payloadSha256: str
     onBehalfOf: str | None = None  # SWAMP_ACTOR of the sender: a claim, beside its account
     heldAt: str | None = None  # an early signal: when it was held, before its step opened (held.py)
+    permissionId: str | None = None  # delivered with a signal permission (ACCESS-045) ...
+    grantedBy: str | None = None  # ... granted by this account
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "id": STR,
@@ -136,6 +141,8 @@ class SignalReceipt:
         "payloadSha256": STR,
         "onBehalfOf": optional(STR),
         "heldAt": optional(STR),
+        "permissionId": optional(STR),
+        "grantedBy": optional(STR),
     }
 
     def as_signal(self) -> dict[str, Any]:
@@ -147,6 +154,9 @@ class SignalReceipt:
         }
         if self.onBehalfOf is not None:
             signal["onBehalfOf"] = self.onBehalfOf
+        if self.permissionId is not None:
+            signal["permissionId"] = self.permissionId
+            signal["grantedBy"] = self.grantedBy or ""
         return signal
 
 
@@ -161,6 +171,7 @@ class SignalWait:
     description: str | None = None
     receipt: SignalReceipt | None = None
     outcome: str | None = None
+    permissions: list[Permission] | None = None  # signal permissions granted on it (ACCESS-040..)
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "kind": one_of(WAIT_KINDS, "wait kind"),
@@ -172,6 +183,7 @@ class SignalWait:
         "description": optional(STR),
         "receipt": optional(nested(SignalReceipt)),
         "outcome": optional(one_of(OUTCOMES, "wait outcome")),
+        "permissions": optional(lambda value, path: _permissions(value, path)),
     }
 
     @classmethod
@@ -197,6 +209,14 @@ class SignalWait:
             description=description,
         )
 
+    def settle(self, outcome: str, now: dt.datetime) -> None:
+        """The wait settles: it takes no other signal, and every permission on it ends (ACCESS-047)."""
+        self.outcome = outcome
+        if self.permissions:
+            from .permissions import end_all
+
+            end_all(self.permissions, now)
+
     def is_expired(self, now: dt.datetime) -> bool:
         from .instants import parse_iso
 
@@ -206,6 +226,13 @@ class SignalWait:
         from .instants import parse_iso
 
         return (parse_iso(self.deadline) - now).total_seconds()
+
+
+def _permissions(value: Any, path: str) -> list[Permission]:
+    from .permissions import Permission  # here: only a wait with permissions reads them
+
+    result: list[Permission] = list_of(nested(Permission))(value, path)
+    return result
 
 
 def parse_payload(raw: bytes | str) -> Any:
