@@ -156,6 +156,12 @@ class App:
     def on_behalf_of(self) -> str | None:
         return self.acting.on_behalf_of
 
+    def groups_of(self, account: str) -> frozenset[str]:
+        """The OS groups of `account` (store/accounts.py): what a policy's `groups` are judged by."""
+        from ..store.accounts import groups_of
+
+        return groups_of(account)
+
     @staticmethod
     def host_concurrency() -> int | None:
         raw = os.environ.get("SWAMP_MAX_CONCURRENT_STEPS")

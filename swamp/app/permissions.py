@@ -17,16 +17,23 @@ from ..domain.instants import iso
 from ..domain.permissions import Permission, PermissionInvalid, holds, refusal
 from ..domain.run import JobRun, StepRun, WorkflowRun
 from ..domain.waits import WaitExpired, WaitNotFound
+from .answerers import Admission
 from .context import App
 
 
-def admit_answerer(app: App, run: WorkflowRun, step: StepRun, *, override: str | None, what: str) -> None:
-    """Whether the acting account may answer this wait (and so grant or revoke on it).
+def admit_answerer(
+    app: App, run: WorkflowRun, step: StepRun, *, override: str | None, what: str
+) -> Admission:
+    """Whether the acting account may answer this wait, and so grant or revoke a permission on it
+    (ACCESS-041, ACCESS-061): the answerer policy the wait captured, through the one admission
+    function (answerers.py), which refuses with answerer_not_allowed."""
+    from ..domain.access import Policy
+    from .answerers import admit
 
-    STANDS FOR the answerer policy's one admission function (swamp/app/answerers.py `admit`,
-    slice "policy"), which refuses with answerer_not_allowed; until it is merged every account may
-    answer every wait (no policy exists yet), so this admits everyone."""
-    del app, run, step, override, what
+    wait = step.wait
+    policy = Policy.from_dict(wait.answerers) if wait is not None else None
+    wait_id = wait.waitId if wait is not None else "?"
+    return admit(app, run, policy, override=override, what=f"wait {wait_id} (nor {what} it)")
 
 
 # -- the audit trail -------------------------------------------------------------------------
@@ -159,10 +166,9 @@ def grant(
 
     found = _locate(app, wait_id)
 
-    def check(run: WorkflowRun, now: dt.datetime) -> StepRun:
+    def check(run: WorkflowRun, now: dt.datetime) -> tuple[StepRun, Admission]:
         _, step = _open_wait(run, wait_id, now, "grant a permission")
-        admit_answerer(app, run, step, override=override, what="grant a permission for")
-        return step
+        return step, admit_answerer(app, run, step, override=override, what="grant a permission for")
 
     now = app.clock.now()
     try:
@@ -170,7 +176,7 @@ def grant(
         with app.claim(found.id, timeout=claim_timeout, purpose="grant"):
             run = app.runs.load(found.workflowId, found.id)
             now = app.clock.now()
-            step = check(run, now)
+            step, admission = check(run, now)
             permission, token = new_permission(
                 now, app.user, app.on_behalf_of, expires_in=expires, uses=uses, note=note
             )
@@ -178,7 +184,7 @@ def grant(
             assert wait is not None
             wait.permissions = [*(wait.permissions or []), permission]
             entry = audit_entry(
-                app, now, "grant", wait_id, "accepted", permissionId=permission.id, override=override
+                app, now, "grant", wait_id, "accepted", permissionId=permission.id, **admission.audit_fields()
             )
             app.runs.save_with_audit(run, entry)
     except SwampError as exc:
@@ -249,21 +255,23 @@ def revoke(
 
     found, wait_id = _find_permission(app, permission_id)
 
-    def check(run: WorkflowRun, now: dt.datetime) -> Permission:
+    def check(run: WorkflowRun, now: dt.datetime) -> tuple[Permission, dict[str, Any]]:
         step, permission = _permission(run, wait_id, permission_id)
-        if permission.grantedBy != app.user:
-            admit_answerer(app, run, step, override=override, what="revoke a permission for")
+        admitted: dict[str, Any] = {}
+        if permission.grantedBy != app.user:  # its granter may always take it back
+            admission = admit_answerer(app, run, step, override=override, what="revoke a permission for")
+            admitted = admission.audit_fields()
         revoked(permission, wait_id, app.user, now)
-        return permission
+        return permission, admitted
 
     try:
         check(found, app.clock.now())
         with app.claim(found.id, timeout=claim_timeout, purpose="revoke"):
             run = app.runs.load(found.workflowId, found.id)
             now = app.clock.now()
-            permission = check(run, now)
+            permission, admitted = check(run, now)
             entry = audit_entry(
-                app, now, "revoke", wait_id, "accepted", permissionId=permission_id, override=override
+                app, now, "revoke", wait_id, "accepted", permissionId=permission_id, **admitted
             )
             app.runs.save_with_audit(run, entry)
     except SwampError as exc:

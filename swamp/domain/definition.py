@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from .access import APPROVER_KEYS, POLICY_KEYS, Policy
 from .conditions import CONDITION_TYPES, Condition, without_nulls
 from .errors import WorkflowInvalid
 from .expressions import whole_expression
@@ -127,11 +128,14 @@ class ManualApprovalTask:
     type: Literal["manual_approval"]
     prompt: str
     timeout: int | float | None = None
+    approvers: Policy | None = None  # who may decide, captured when the gate opens (ACCESS-001)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "prompt": self.prompt}
         if self.timeout is not None:
             out["timeout"] = self.timeout
+        if self.approvers is not None:
+            out["approvers"] = _policy_json(self.approvers, approvers=True)
         return out
 
 
@@ -141,6 +145,7 @@ class WaitForSignalTask:
     timeout: int | float
     schema_: dict[str, Any] | bool = field(default_factory=dict)  # the file's `schema`
     description: str | None = None
+    answerers: Policy | None = None  # who may answer, captured when the wait opens (ACCESS-001)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -150,7 +155,23 @@ class WaitForSignalTask:
         }
         if self.description is not None:
             out["description"] = self.description
+        if self.answerers is not None:
+            out["answerers"] = _policy_json(self.answerers, approvers=False)
         return out
+
+
+def _policy_json(policy: Policy, *, approvers: bool) -> dict[str, Any]:
+    """A policy as the file says it: the keys given (a run's definition is read back as a file)."""
+    out: dict[str, Any] = {}
+    if policy.accounts:
+        out["accounts"] = list(policy.accounts)
+    if policy.groups:
+        out["groups"] = list(policy.groups)
+    if not policy.starter:
+        out["starter"] = False
+    if approvers and policy.required != 1:
+        out["required"] = policy.required
+    return out
 
 
 Task = ModelMethodTask | ManualApprovalTask | WaitForSignalTask
@@ -161,8 +182,8 @@ TASK_TYPES: dict[str, type[Task]] = {
 }
 TASK_KEYS = {
     "model_method": ["type", "modelIdOrName", "methodName", "inputs"],
-    "manual_approval": ["type", "prompt", "timeout"],
-    "wait_for_signal": ["type", "timeout", "schema", "description"],
+    "manual_approval": ["type", "prompt", "timeout", "approvers"],
+    "wait_for_signal": ["type", "timeout", "schema", "description", "answerers"],
 }
 
 
@@ -632,6 +653,7 @@ class _Reader:
                     ("type", kind_check, REQUIRED),
                     ("prompt", lambda v, where: self.string(v, where, 1), REQUIRED),
                     ("timeout", self.seconds, None),
+                    ("approvers", lambda v, where: self.policy(v, where, approvers=True), None),
                 ],
             )
             return FAIL if out is FAIL else ManualApprovalTask(**out)
@@ -644,12 +666,52 @@ class _Reader:
                 ("timeout", self.seconds, REQUIRED),
                 ("schema", self.wait_schema, dict),
                 ("description", self.string, None),
+                ("answerers", lambda v, where: self.policy(v, where, approvers=False), None),
             ],
         )
         if out is FAIL:
             return FAIL
         out["schema_"] = out.pop("schema")
         return WaitForSignalTask(**out)
+
+    def policy(self, value: Any, loc: Loc, *, approvers: bool) -> Any:
+        """`answerers:` / `approvers:` (ACCESS-002..006): names are non-empty strings, a list
+        given is not empty, `required` an integer >= 1, and the policy says something."""
+        spec: list[tuple[str, Callable[[Any, Loc], Any], Any]] = [
+            ("accounts", self.names, tuple),
+            ("groups", self.names, tuple),
+            ("starter", self.boolean, True),
+        ]
+        if approvers:
+            spec.append(("required", lambda v, at: self.integer(v, at, ge=1), 1))
+        out = self.fields(value, loc, "ApproverPolicy" if approvers else "AnswererPolicy", spec)
+        if out is FAIL:
+            return FAIL
+        policy = Policy(**out)
+        key = "approvers" if approvers else "answerers"
+        if policy.is_empty:
+            return self.fail(
+                loc,
+                "value_error",
+                f"{key} admits everyone, as leaving it out does: name accounts or groups"
+                + (", say starter: false or required: N" if approvers else " or say starter: false")
+                + f", or remove {key}",
+            )
+        return policy
+
+    def names(self, value: Any, loc: Loc) -> Any:
+        """A policy's accounts or groups: a non-empty list of non-empty strings."""
+        if isinstance(value, (list, tuple)) and not value:
+            return self.fail(
+                loc, "too_short", "an empty list names nobody: name at least one, or leave the key out"
+            )
+        for i, name in enumerate(value if isinstance(value, (list, tuple)) else ()):
+            if not isinstance(name, str) or not name:
+                shown = json.dumps(name, default=str)[:40]
+                return self.fail(
+                    (*loc, i), "string_type", f"names are non-empty strings, not {shown} (quote it: '{name}')"
+                )
+        return self.sequence(value, loc, self.string, 1)
 
     def method_inputs(self, value: Any, loc: Loc) -> Any:
         if not isinstance(value, (dict, str)):
@@ -787,7 +849,12 @@ def _task_problems(task: dict[Any, Any], step_name: str, path: str) -> list[str]
         return [f"{path}: Unknown task type '{kind}' on step '{step_name}'. Valid task types: {valid}"]
     if kind == "model_method" and "arguments" in task and "inputs" not in task:
         return [f"{path}: Unknown key 'arguments' on task of step '{step_name}'. Did you mean 'inputs'?"]
-    return _unknown("task", step_name, task, TASK_KEYS[kind], path)
+    problems = _unknown("task", step_name, task, TASK_KEYS[kind], path)
+    key = {"wait_for_signal": "answerers", "manual_approval": "approvers"}.get(kind)
+    if key is not None and isinstance(task.get(key), dict):
+        keys = list(APPROVER_KEYS if key == "approvers" else POLICY_KEYS)
+        problems += _unknown(key, step_name, task[key], keys, f"{path}.{key}")
+    return problems
 
 
 # ---------------------------------------------------------------------------------------------

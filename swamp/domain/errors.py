@@ -127,6 +127,19 @@ class ApprovalExpired(SwampError):
     code = "approval_expired"
 
 
+class AnswererNotAllowed(SwampError):
+    """The acting account may not answer this wait or gate: its policy does not admit it, or it
+    asked for an override it may not make (spec/access.md)."""
+
+    code = "answerer_not_allowed"
+
+
+class AlreadyApproved(SwampError):
+    """The account's approval already counts towards the gate's `required` (ACCESS-015)."""
+
+    code = "already_approved"
+
+
 class StepNotWaiting(SwampError):
     code = "step_not_waiting"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from . import suggested
-from .approvals import APPROVAL_TIMEOUT, REJECTED, ApprovalDecision, ApprovalGate
+from .approvals import APPROVAL_TIMEOUT, REJECTED, Approval, ApprovalDecision, ApprovalGate
 from .changes import RunState
 from .deadlines import deadline_after
 from .errors import (
@@ -148,11 +148,15 @@ class StepRun:
 
     # -- the approval gate ----------------------------------------------------------------------
 
-    def open_gate(self, now: dt.datetime, prompt: str, timeout: float | None) -> None:
+    def open_gate(
+        self, now: dt.datetime, prompt: str, timeout: float | None, approvers: dict[str, Any] | None = None
+    ) -> None:
         opened = iso(now)
         deadline = iso(deadline_after(parse_iso(opened), timeout)) if timeout is not None else None
         self.status = "waiting_approval"
-        self.approval = ApprovalGate(prompt=prompt, openedAt=opened, timeout=timeout, deadline=deadline)
+        self.approval = ApprovalGate(
+            prompt=prompt, openedAt=opened, timeout=timeout, deadline=deadline, approvers=approvers
+        )
 
     def decide_gate(
         self,
@@ -162,8 +166,11 @@ class StepRun:
         user: str,
         reason: str | None,
         on_behalf_of: str | None = None,
-    ) -> None:
-        """Approve or reject an open gate; refuses a step that is not waiting or a gate past its deadline."""
+        override: str | None = None,
+    ) -> bool:
+        """Approve or reject an open gate; refuses a step that is not waiting or a gate past its
+        deadline. A gate with an approvers policy takes approvals until `required` distinct
+        accounts have approved (ACCESS-014). True when the gate is now decided."""
         gate = self.approval
         if self.status != "waiting_approval" or gate is None:
             raise StepNotWaiting(
@@ -176,14 +183,24 @@ class StepRun:
                 "resume the run to fail the step with approval_timeout",
                 {"step": self.name, "deadline": gate.deadline},
             )
+        if approved and gate.approvers is not None:
+            approval = Approval(by=user, at=iso(now), onBehalfOf=on_behalf_of, override=override)
+            if not gate.add_approval(approval):
+                return False
         gate.decision = ApprovalDecision(
-            approved=approved, decidedBy=user, decidedAt=iso(now), reason=reason, onBehalfOf=on_behalf_of
+            approved=approved,
+            decidedBy=user,
+            decidedAt=iso(now),
+            reason=reason,
+            onBehalfOf=on_behalf_of,
+            override=override,
         )
         if approved:
             self.succeed(now, gate.decision.as_outputs())
         else:
             self.fail(now, reason or "Approval rejected", reason=REJECTED)
             self.outputs = gate.decision.as_outputs()
+        return True
 
     # -- the signal wait ---------------------------------------------------------------------
 
@@ -205,6 +222,7 @@ class StepRun:
         *,
         signal_id: str | None = None,
         held_at: str | None = None,
+        override: str | None = None,
     ) -> SignalReceipt:
         """The one place that decides whether a signal is taken: only an open, unexpired wait."""
         wait = self.wait
@@ -225,6 +243,7 @@ class StepRun:
             payloadSha256=payload_digest(payload),
             onBehalfOf=on_behalf_of,
             heldAt=held_at,
+            override=override,
         )
         wait.receipt = receipt
         wait.settle("received", now)
@@ -437,6 +456,12 @@ class WorkflowRun:
         "jobs": list_of(nested(JobRun)),
     }
 
+    @property
+    def started_by(self) -> str | None:
+        """The account that started the run (RUN-008's initiatedBy; resume never changes it): the
+        starter a policy's `starter: false` refuses (ACCESS-010)."""
+        return self.initiatedBy
+
     # -- construction and reading -----------------------------------------------------------
 
     @classmethod
@@ -610,10 +635,15 @@ class WorkflowRun:
         reason: str | None,
         job: str | None = None,
         on_behalf_of: str | None = None,
+        override: str | None = None,
     ) -> tuple[JobRun, StepRun]:
+        """Decide (or, towards a gate's `required`, approve) a gate; the gate's decision is None
+        while it waits for more approvals."""
         self.ensure_suspended()
         job_run, step_run = self.find_step(step_name, job)
-        step_run.decide_gate(now, approved=approved, user=user, reason=reason, on_behalf_of=on_behalf_of)
+        step_run.decide_gate(
+            now, approved=approved, user=user, reason=reason, on_behalf_of=on_behalf_of, override=override
+        )
         if not approved:
             self.settle(now, REJECTED, f"run rejected at step '{step_name}'")
             job_run.fail(now)
@@ -807,6 +837,7 @@ class WorkflowRun:
         *,
         record: bool = True,
         on_behalf_of: str | None = None,
+        override: str | None = None,
     ) -> tuple[JobRun, StepRun, Any, SignalReceipt | None]:
         """Deliver a signal, checking in this order: the wait exists, is still waiting, has not
         expired, the run is suspended, the payload reads (size, strict JSON), and it passes the
@@ -836,7 +867,7 @@ class WorkflowRun:
             raise payload_invalid(wait_id, problems)
         if not record:
             return job, step, payload, None
-        return job, step, payload, step.accept_signal(now, payload, user, on_behalf_of)
+        return job, step, payload, step.accept_signal(now, payload, user, on_behalf_of, override=override)
 
     def reject_wait(
         self, now: dt.datetime, wait_id: str, user: str, reason: str | None

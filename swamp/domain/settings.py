@@ -9,9 +9,12 @@ keeping that cheap) is swamp/store/settings.py.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import SwampError
+
+if TYPE_CHECKING:
+    from .access import Admins
 
 # Each hook, and the event it runs on (HOOK-004): `waitExpired` is the settlement whose outcome is
 # `timed_out`, so a timed-out wait runs both `waitSettled` and `waitExpired` when both are set.
@@ -21,7 +24,8 @@ DEFAULT_HOOK_TIMEOUT = 30
 MAX_HOOK_TIMEOUT = 3600
 # Top-level keys. `store` names where run state lives: a PostgreSQL URL (`postgresql://...`) or a
 # libpq service (`service=name`); absent, the file store under .swamp/ (SWAMP_STORE_URL overrides).
-TOP_KEYS = ("version", "hooks", "store")
+# `admins` names who may answer past an answerer/approver policy with --override (ACCESS-020).
+TOP_KEYS = ("version", "hooks", "store", "admins")
 
 EXAMPLE = 'hooks: {waitOpened: {command: "sh hooks/notify.sh", timeout: 30}}'
 
@@ -55,25 +59,44 @@ class Hook:
 
 
 class Settings:
-    __slots__ = ("hooks", "store", "version")
+    __slots__ = ("_admins", "hooks", "store", "version")
 
-    def __init__(self, version: int = 1, hooks: tuple[Hook, ...] = (), store: str | None = None) -> None:
+    def __init__(
+        self,
+        version: int = 1,
+        hooks: tuple[Hook, ...] = (),
+        store: str | None = None,
+        admins: Admins | None = None,
+    ) -> None:
         self.version = version
         self.hooks = hooks
         self.store = store  # None: the file store
+        self._admins = admins  # None: nobody may override a policy
+
+    @property
+    def admins(self) -> Admins:
+        if self._admins is None:
+            from .access import NO_ADMINS
+
+            return NO_ADMINS
+        return self._admins
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Settings) and (self.version, self.hooks, self.store) == (
+        return isinstance(other, Settings) and (self.version, self.hooks, self.store, self._admins) == (
             other.version,
             other.hooks,
             other.store,
+            other._admins,
         )
 
     def __hash__(self) -> int:
-        return hash((self.version, self.hooks, self.store))
+        return hash((self.version, self.hooks, self.store, self._admins))
 
     def __repr__(self) -> str:
-        return f"Settings(version={self.version!r}, hooks={self.hooks!r}, store={self.store!r})"
+        return (
+            f"Settings(version={self.version!r}, hooks={self.hooks!r}, store={self.store!r}, "
+            f"admins={self._admins!r})"
+        )
 
     def hooks_for(self, event: dict[str, Any]) -> list[Hook]:
         """The hooks an event of `run_changes` runs (HOOK-004), in HOOK_NAMES order."""
@@ -118,7 +141,41 @@ def parse_settings(doc: Any) -> Settings:
     version = doc.get("version", 1)
     if version != 1 or isinstance(version, bool):
         raise _refuse("version", f"is {version!r}", "write `version: 1` (the only version there is)")
-    return Settings(version=1, hooks=_hooks(doc.get("hooks")), store=_store(doc.get("store")))
+    return Settings(
+        version=1,
+        hooks=_hooks(doc.get("hooks")),
+        store=_store(doc.get("store")),
+        admins=_admins(doc.get("admins")) if "admins" in doc else None,
+    )
+
+
+def _admins(raw: Any) -> Admins:
+    """`admins: {accounts: [..], groups: [..]}`: at least one name, every name a non-empty string."""
+    from .access import ADMIN_KEYS, Admins
+
+    example = "admins: {accounts: [alice], groups: [release-admins]}"
+    if not isinstance(raw, dict):
+        raise _refuse("admins", f"must be a mapping, not {_kind(raw)}", f"write it as `{example}`")
+    lists: dict[str, list[str]] = {}
+    for key, names in raw.items():
+        if key not in ADMIN_KEYS:
+            raise _refuse(
+                f"admins.{key}",
+                "is not an admins setting",
+                f"{_did_you_mean(key, ADMIN_KEYS)}admins has {', '.join(ADMIN_KEYS)}, such as `{example}`",
+            )
+        if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+            raise _refuse(
+                f"admins.{key}",
+                f"must be a list of {key[:-1]} names, not {_kind(names)}"
+                if not isinstance(names, list)
+                else "must hold only non-empty names",
+                f"write it as `{example}`",
+            )
+        lists[str(key)] = names
+    if not any(lists.values()):
+        raise _refuse("admins", "names nobody", f"name accounts or groups, such as `{example}`, or remove it")
+    return Admins(lists.get("accounts", ()), lists.get("groups", ()))
 
 
 def _store(raw: Any) -> str | None:

@@ -19,7 +19,7 @@ from os import urandom  # what secrets.token_bytes returns, without secrets' ran
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from .errors import SwampError
-from .records import ANY, NUMBER, STR, Reader, list_of, nested, one_of, optional
+from .records import ANY, NUMBER, OBJECT, STR, Reader, list_of, nested, one_of, optional
 
 if TYPE_CHECKING:
     from .permissions import Permission
@@ -130,6 +130,7 @@ class SignalReceipt:
     payloadSha256: str
     onBehalfOf: str | None = None  # SWAMP_ACTOR of the sender: a claim, beside its account
     heldAt: str | None = None  # an early signal: when it was held, before its step opened (held.py)
+    override: str | None = None  # an admin answered past the wait's policy, for this reason (ACCESS-021)
     permissionId: str | None = None  # delivered with a signal permission (ACCESS-045) ...
     grantedBy: str | None = None  # ... granted by this account
 
@@ -141,6 +142,7 @@ class SignalReceipt:
         "payloadSha256": STR,
         "onBehalfOf": optional(STR),
         "heldAt": optional(STR),
+        "override": optional(STR),
         "permissionId": optional(STR),
         "grantedBy": optional(STR),
     }
@@ -154,6 +156,8 @@ class SignalReceipt:
         }
         if self.onBehalfOf is not None:
             signal["onBehalfOf"] = self.onBehalfOf
+        if self.override is not None:
+            signal["override"] = self.override
         if self.permissionId is not None:
             signal["permissionId"] = self.permissionId
             signal["grantedBy"] = self.grantedBy or ""
@@ -171,6 +175,9 @@ class SignalWait:
     description: str | None = None
     receipt: SignalReceipt | None = None
     outcome: str | None = None
+    # Who may answer, captured from the step's `answerers:` when the wait opened (ACCESS-001), as
+    # domain/access.py Policy.to_dict(); None: anyone may.
+    answerers: dict[str, Any] | None = None
     permissions: list[Permission] | None = None  # signal permissions granted on it (ACCESS-040..)
 
     FIELDS: ClassVar[dict[str, Reader]] = {
@@ -183,6 +190,7 @@ class SignalWait:
         "description": optional(STR),
         "receipt": optional(nested(SignalReceipt)),
         "outcome": optional(one_of(OUTCOMES, "wait outcome")),
+        "answerers": optional(OBJECT),
         "permissions": optional(lambda value, path: _permissions(value, path)),
     }
 
@@ -194,6 +202,7 @@ class SignalWait:
         schema: dict[str, Any] | bool,
         description: str | None,
         wait_id: str | None = None,
+        answerers: dict[str, Any] | None = None,
     ) -> SignalWait:
         """A wait opening now, under the ID reserved for its step when there is one (WAIT-066)."""
         from .deadlines import deadline_after
@@ -207,6 +216,7 @@ class SignalWait:
             timeout=timeout,
             schema=schema,
             description=description,
+            answerers=answerers,
         )
 
     def settle(self, outcome: str, now: dt.datetime) -> None:

@@ -18,8 +18,10 @@ def execute(task: ManualApprovalTask, ex: StepExecution) -> Outcome:
     except ExpressionError as exc:
         return Failed(f"Expression failed in the prompt of step '{ex.step_run.name}': {exc.message}")
 
+    approvers = task.approvers.to_dict() if task.approvers is not None else None  # ACCESS-001
+
     def open_gate(step_run: StepRun, now: dt.datetime) -> dict[str, Any]:
-        step_run.open_gate(now, prompt, task.timeout)
+        step_run.open_gate(now, prompt, task.timeout, approvers)
         assert step_run.approval is not None
         return {"kind": "approval", "prompt": prompt, "deadline": step_run.approval.deadline}
 

@@ -23,9 +23,12 @@ def execute(task: WaitForSignalTask, ex: StepExecution) -> Outcome:
         except ExpressionError as exc:
             return Failed(f"Expression failed in the description of step '{ex.step_run.name}': {exc.message}")
     schema = copy.deepcopy(task.schema_)
+    answerers = task.answerers.to_dict() if task.answerers is not None else None  # ACCESS-001
 
     def open_wait(step_run: StepRun, now: dt.datetime) -> dict[str, Any]:
-        wait = SignalWait.open(now, float(task.timeout), schema, description, step_run.reservedWaitId)
+        wait = SignalWait.open(
+            now, float(task.timeout), schema, description, step_run.reservedWaitId, answerers
+        )
         step_run.start_waiting(wait)
         return {
             "kind": "signal",
