@@ -49,10 +49,44 @@ def jsonl(repo: Repo, frames: list[dict[str, Any]], outputs: list[str]) -> list[
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-def test_a_token_appears_nowhere_but_in_its_grant(tmp_path: Path) -> None:
+PG = os.environ.get("SWAMP_TEST_PG", "")
+
+
+@pytest.fixture(params=["file", "postgresql"])
+def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """None for the file store; the PostgreSQL store's address (a schema of the test's own)."""
+    if request.param == "file":
+        return None
+    if not PG.startswith(("postgresql://", "postgres://")):
+        pytest.skip("SWAMP_TEST_PG (a PostgreSQL address, as `scripts/pg start DIR` prints) is not set")
+    import uuid
+
+    url = f"{PG}{'&' if '?' in PG else '?'}options=-csearch_path%3Dt_{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("SWAMP_STORE_URL", url)  # the subprocesses inherit it (clean_env)
+    return url
+
+
+def database_text(url: str) -> str:
+    """Every row of every table of the store's schema, as text."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        schema = conn.execute("SELECT current_schema()").fetchone()[0]
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
+            )
+        ]
+        return "\n".join(
+            str(row[0]) for table in tables for row in conn.execute(f'SELECT t::text FROM "{table}" t')
+        )
+
+
+def test_a_token_appears_nowhere_but_in_its_grant(tmp_path: Path, store: str | None) -> None:
     """ACCESS-063: grant and signal, accepted and refused, through the CLI, --jsonl, serve and
-    the client; then every file under the repository, the event log and every output but the
-    grants' results are searched for each token."""
+    the client; then every file under the repository (and, on PostgreSQL, every row of the
+    store), the event log and every output but the grants' results are searched for each token."""
     repo = make_repo(tmp_path / "repo")
     run_id, (w_cli, w_jsonl, w_client) = waiting(repo, "secret", 3)
     outputs: list[str] = []  # everything printed, but the grants' results
@@ -75,7 +109,9 @@ def test_a_token_appears_nowhere_but_in_its_grant(tmp_path: Path) -> None:
             outputs.append(str(refused.value) + json.dumps(refused.value.details))
             assert refused.value.details["reason"] == "other_wait"
         with pytest.raises(SwampError) as typo:
-            client.signal(w_client, {"verdict": "ship"}, token=t_client[:-1] + "a")
+            client.signal(
+                w_client, {"verdict": "ship"}, token=t_client[:-1] + ("b" if t_client.endswith("a") else "a")
+            )
         outputs.append(str(typo.value) + json.dumps(typo.value.details))
         with pytest.raises(SwampError) as malformed:
             client.request("workflow.signal", {"waitId": w_client, "payload": 1, "token": 7, "x": t_client})
@@ -155,14 +191,20 @@ def test_a_token_appears_nowhere_but_in_its_grant(tmp_path: Path) -> None:
     outputs += [events.out, events.err]
 
     files = [p for p in repo.root.rglob("*") if p.is_file()] + [log]
-    assert any(".swamp" in p.parts and p.name.endswith(".audit.jsonl") for p in files)
+    rows = database_text(store) if store is not None else ""
+    assert store is not None or any(p.name.endswith(".audit.jsonl") for p in files)
+    assert store is None or ("grant" in rows and "permissionId" in rows)  # audit and record are there
     for token in tokens:
         assert [str(p) for p in files if token.encode() in p.read_bytes()] == []
+        assert token not in rows
         assert [o for o in outputs if token in o] == []
-        # nor its SHA-256 in any output (it is in the record file only)
+        # nor its SHA-256 in any output (it is in the record only)
         digest = hashlib.sha256(token.encode()).hexdigest()
         assert [o for o in outputs if digest in o] == []
-        assert any(digest.encode() in p.read_bytes() for p in files if p.suffix == ".json")
+        if store is None:
+            assert any(digest.encode() in p.read_bytes() for p in files if p.suffix == ".json")
+        else:
+            assert digest in rows
 
 
 def test_concurrent_signals_with_a_one_use_token_deliver_once(tmp_path: Path) -> None:
