@@ -15,7 +15,7 @@ from typing import Any
 
 from ..domain.access import Policy
 from ..domain.errors import AnswererNotAllowed, InvalidRequest
-from ..domain.run import WorkflowRun
+from ..domain.run import JobRun, StepRun, WorkflowRun
 from .context import App
 
 OPEN = "open"  # the wait or gate has no policy: anyone may answer
@@ -94,12 +94,13 @@ def admit(
         return Admission(account, OVERRIDE, reason=override)
     why = "starter" if policy.refuses_starter(account, run.started_by) else "policy"
     said = "started the run" if why == "starter" else "is not among them"
+    ask = "ask another account" if policy.names_anyone else "ask one of them"
     if is_admin:
         then = "as an admin, answer past the policy with --override REASON"
     elif admins.describe():
-        then = f"ask one of them, or an admin ({admins.describe()}) to answer with --override REASON"
+        then = f"{ask}, or an admin ({admins.describe()}) to answer with --override REASON"
     else:
-        then = "ask one of them"
+        then = ask
     raise _refused(
         f"{account} may not answer {what}: it may be answered by {policy.describe(run.started_by)}, "
         f"and {account} {said}; {then}",
@@ -125,3 +126,28 @@ def _refused(
     if run.started_by is not None:
         body["startedBy"] = run.started_by
     return AnswererNotAllowed(message, {**body, **(details or {})})
+
+
+def admit_wait(
+    app: App, run: WorkflowRun, job: JobRun, step: StepRun, wait_id: str, override: str | None
+) -> Admission:
+    """Whether the acting account may answer this wait: the policy captured when it opened
+    (ACCESS-001) or, for a wait reserved but not open, the one it will capture (ACCESS-009)."""
+    if step.wait is not None:
+        policy = Policy.from_dict(step.wait.answerers)
+    else:
+        policy = reserved_answerers(run, job.name, step)
+    return admit(app, run, policy, override=override, what=f"wait {wait_id}", details={"waitId": wait_id})
+
+
+def reserved_answerers(run: WorkflowRun, job_name: str, step: StepRun) -> Policy | None:
+    """The policy a reserved wait will capture when its step opens it: the step's `answerers:` in
+    the definition the run executes (saved when it started, like the schema: WAIT-070)."""
+    for job in run.definition.get("jobs") or []:
+        if not isinstance(job, dict) or job.get("name") != job_name:
+            continue
+        for entry in job.get("steps") or []:
+            if isinstance(entry, dict) and entry.get("name") == step.template:
+                task = entry.get("task")
+                return Policy.from_dict(task.get("answerers")) if isinstance(task, dict) else None
+    return None

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..domain import suggested
-from ..domain.run import WorkflowRun
+from ..domain.errors import StepNotFound, SwampError
+from ..domain.instants import iso
+from ..domain.run import StepRun, WorkflowRun
 from ..engine.ports import Emit
 from .access import change_run, resolve_run, suspended_runs
+from .answerers import OPEN, Admission, admit, check_override
 from .context import App
-from .views import wait_command
+from .views import gate_progress, wait_command
 
 
 def decide(
@@ -24,33 +27,79 @@ def decide(
     claim_timeout: float | None = None,
     resume: bool = False,
     emit: Emit | None = None,
+    override: str | None = None,
 ) -> dict[str, Any]:
     """With `resume` (approve only), the run is then continued under the same claim when nothing
-    else is open (continuation.py)."""
+    else is open (continuation.py). A gate with an approvers policy admits the acting account
+    first (answerers.py, ACCESS-008) and counts approvals towards its `required` (ACCESS-014)."""
+    check_override(override)
     run = resolve_run(app, workflow_ref, run_ref, ["suspended"], verb="approve" if approved else "reject")
     user, on_behalf_of = app.user, app.on_behalf_of
+    admitted: list[Admission] = []
+    audited: list[tuple[str, StepRun]] = []  # the gate whose answer the audit trail records (ACCESS-023)
 
     def apply(fresh: WorkflowRun) -> dict[str, Any]:
         now = app.clock.now()
+        found = _gate_step(fresh, step_name, job)
+        admission = None
+        if found is not None:
+            gate_step = found[1]
+            if gate_step.approval is not None and (gate_step.approval.approvers or override is not None):
+                audited.append(found)
+            admission = _admit_gate(app, fresh, gate_step, override)
+            admitted.append(admission)
         job_run, step_run = fresh.decide_gate(
-            now, step_name, approved=approved, user=user, reason=reason, job=job, on_behalf_of=on_behalf_of
+            now,
+            step_name,
+            approved=approved,
+            user=user,
+            reason=reason,
+            job=job,
+            on_behalf_of=on_behalf_of,
+            override=admission.override if admission is not None else None,
         )
-        assert step_run.approval is not None and step_run.approval.decision is not None
-        return {"jobName": job_run.name, "stepName": step_run.name, **step_run.approval.decision.as_outputs()}
+        gate = step_run.approval
+        assert gate is not None
+        if gate.decision is None:  # an approval towards `required`: the gate stays open
+            latest = gate.approvals[-1] if gate.approvals else None
+            assert latest is not None
+            return {
+                "jobName": job_run.name,
+                "stepName": step_run.name,
+                "approved": True,
+                "decidedBy": latest.by,
+                "decidedAt": latest.at,
+                "reason": reason,
+                **({"onBehalfOf": latest.onBehalfOf} if latest.onBehalfOf is not None else {}),
+                **({"override": latest.override} if latest.override is not None else {}),
+                **gate_progress(gate),
+            }
+        return {
+            "jobName": job_run.name,
+            "stepName": step_run.name,
+            **gate.decision.as_outputs(),
+            **gate_progress(gate),
+        }
 
     outcome: dict[str, Any] | None = None
-    if resume:
-        from .continuation import continue_if_nothing_open
+    verb = "approve" if approved else "reject"
+    try:
+        if resume:
+            from .continuation import continue_if_nothing_open
 
-        with app.claim(run.id, timeout=claim_timeout, purpose="approve"):
-            saved = app.runs.load(run.workflowId, run.id)
-            decision = apply(saved)
-            app.runs.save(saved)
-            outcome = continue_if_nothing_open(app, saved, emit)
-    else:
-        saved, decision = change_run(
-            app, run, apply, purpose="approve" if approved else "reject", claim_timeout=claim_timeout
-        )
+            with app.claim(run.id, timeout=claim_timeout, purpose="approve"):
+                saved = app.runs.load(run.workflowId, run.id)
+                decision = apply(saved)
+                app.runs.save(saved)
+                outcome = continue_if_nothing_open(app, saved, emit)
+        else:
+            saved, decision = change_run(app, run, apply, purpose=verb, claim_timeout=claim_timeout)
+    except SwampError as exc:
+        if audited:
+            _audit(app, run, verb, exc.code, admitted[-1] if admitted else None, step=audited[-1])
+        raise
+    if audited:
+        _audit(app, saved, verb, "accepted", admitted[-1], step=audited[-1])
     _refuse_held(app, saved)
     remaining = [s.name for _, s in saved.open_gates(app.clock.now())]
     doc: dict[str, Any] = {
@@ -75,7 +124,12 @@ def decide(
 
 
 def reject_wait(
-    app: App, wait_id: str, *, reason: str | None = None, claim_timeout: float | None = None
+    app: App,
+    wait_id: str,
+    *,
+    reason: str | None = None,
+    claim_timeout: float | None = None,
+    override: str | None = None,
 ) -> dict[str, Any]:
     from ..domain.waits import check_wait_id
 
@@ -87,13 +141,30 @@ def reject_wait(
         raise WaitNotFound(
             f"No wait {wait_id}; list open waits with: swamp workflow waits", {"waitId": wait_id}
         )
+    check_override(override)
     user, on_behalf_of = app.user, app.on_behalf_of
+    admitted: list[Admission] = []
 
     def apply(fresh: WorkflowRun) -> dict[str, Any]:
+        policy = _wait_policy(fresh, wait_id)
+        if policy is not None or override is not None:
+            admitted.append(
+                admit(
+                    app, fresh, policy, override=override, what=f"wait {wait_id}", details={"waitId": wait_id}
+                )
+            )
         job_run, step_run = fresh.reject_wait(app.clock.now(), wait_id, user, reason)
         return {"jobName": job_run.name, "stepName": step_run.name}
 
-    saved, where = change_run(app, run, apply, purpose="reject", claim_timeout=claim_timeout)
+    audit = _wait_policy(run, wait_id) is not None or override is not None
+    try:
+        saved, where = change_run(app, run, apply, purpose="reject", claim_timeout=claim_timeout)
+    except SwampError as exc:
+        if audit:
+            _audit(app, run, "reject", exc.code, admitted[-1] if admitted else None, wait_id=wait_id)
+        raise
+    if audit:
+        _audit(app, saved, "reject", "accepted", admitted[-1] if admitted else None, wait_id=wait_id)
     _refuse_held(app, saved)
     doc = {
         "runId": saved.id,
@@ -107,7 +178,63 @@ def reject_wait(
     }
     if on_behalf_of is not None:
         doc["onBehalfOf"] = on_behalf_of
+    if admitted and admitted[-1].override is not None:
+        doc["override"] = admitted[-1].override
     return doc
+
+
+def _gate_step(run: WorkflowRun, step_name: str, job: str | None) -> tuple[str, StepRun] | None:
+    """(job, step) a decision names, when it has (or had) a gate; the decision itself says why not."""
+    try:
+        job_run, step = run.find_step(step_name, job)
+    except StepNotFound:
+        return None
+    return (job_run.name, step) if step.approval is not None else None
+
+
+def _admit_gate(app: App, run: WorkflowRun, step: StepRun, override: str | None) -> Admission:
+    """The policy the gate captured when it opened decides (ACCESS-001, ACCESS-008)."""
+    from ..domain.access import Policy
+
+    assert step.approval is not None
+    policy = Policy.from_dict(step.approval.approvers)
+    if policy is None and override is None:
+        return Admission(app.user, OPEN)
+    return admit(app, run, policy, override=override, what=f"step '{step.name}'", details={"step": step.name})
+
+
+def _wait_policy(run: WorkflowRun, wait_id: str) -> Any:
+    from ..domain.access import Policy
+
+    for _, step in run.steps():
+        if step.wait is not None and step.wait.waitId == wait_id:
+            return Policy.from_dict(step.wait.answerers)
+    return None
+
+
+def _audit(
+    app: App,
+    run: WorkflowRun,
+    action: str,
+    code: str,
+    admission: Admission | None,
+    *,
+    step: tuple[str, StepRun] | None = None,
+    wait_id: str | None = None,
+) -> None:
+    """An answer to a gate or wait with a policy, or given with --override (ACCESS-023)."""
+    entry: dict[str, Any] = {"at": iso(app.clock.now()), "by": app.user}
+    if app.on_behalf_of is not None:
+        entry["onBehalfOf"] = app.on_behalf_of
+    entry["action"] = action
+    if step is not None:
+        entry["job"], entry["step"] = step[0], step[1].name
+    if wait_id is not None:
+        entry["waitId"] = wait_id
+    entry["code"] = code
+    if admission is not None and code == "accepted":
+        entry.update(admission.audit_fields())
+    app.runs.append_audit(run, entry)
 
 
 def list_approvals(app: App, workflow_ref: str | None = None) -> dict[str, Any]:
@@ -130,6 +257,7 @@ def list_approvals(app: App, workflow_ref: str | None = None) -> dict[str, Any]:
                     "prompt": gate.prompt,
                     "suspendedAt": gate.openedAt,
                     "deadline": gate.deadline,
+                    **gate_progress(gate),
                 }
             )
     gates.sort(key=lambda g: (g["suspendedAt"], g["runId"], g["stepName"]))

@@ -40,16 +40,22 @@ def hold(
     *,
     check_only: bool,
     claim_timeout: float | None,
-    audit: Callable[[WorkflowRun, str, str | None], None],
+    audit: Callable[..., None],
     accepted: Callable[[WorkflowRun, str], dict[str, Any]],
     continue_run: Callable[[WorkflowRun], dict[str, Any]] | None = None,
+    override: str | None = None,
 ) -> dict[str, Any]:
-    """A signal to a reserved wait that has not opened (WAIT-069..). `audit(run, code, signal_id)`
-    notes an attempt; `accepted(run, wait_id)` is the ordinary result once a wait took its signal."""
+    """A signal to a reserved wait that has not opened (WAIT-069..). `audit(run, code, signal_id,
+    admission=None)` notes an attempt; `accepted(run, wait_id)` is the ordinary result once a wait
+    took its signal. The sender is admitted first, by the policy the wait will capture (ACCESS-009):
+    one it refuses is not held, so sending early never passes a policy by."""
+    from .answerers import admit_wait
+
     store = app.held
     now = app.clock.now()
     schema = reserved_schema(found, job.name, step.template)
     try:
+        admission = admit_wait(app, found, job, step, wait_id, override)
         closed = closed_error(found, job, step, wait_id)
         if closed is not None:
             raise closed
@@ -81,7 +87,7 @@ def hold(
         error = _already_held(other, wait_id, step, lambda: payload) if other else _raced(wait_id)
         audit(found, error.code, None)
         raise error
-    audit(found, "held", held.signalId)
+    audit(found, "held", held.signalId, admission=admission)
     # Written first, read after: if the run has opened the wait meanwhile, its executor may have
     # looked for a held signal before this one was there, so apply it here, under the claim.
     again = app.runs.load(found.workflowId, found.id)

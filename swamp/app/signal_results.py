@@ -7,10 +7,13 @@ signals (held.py): one shape for each, whichever path the signal took. It import
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..domain.instants import iso
 from ..domain.run import JobRun, StepRun, WorkflowRun
+
+if TYPE_CHECKING:
+    from .answerers import Admission
 
 
 def signal_audit(
@@ -22,15 +25,19 @@ def signal_audit(
     signal_id: str | None = None,
     *,
     held: bool = False,
+    admission: Admission | None = None,
 ) -> dict[str, Any]:
     """A signal attempt in the run's audit trail: by whom, to which wait, its outcome `code`
-    (`accepted`, `held`, or the refusal's error code); `held` marks the outcome of a held signal."""
+    (`accepted`, `held`, or the refusal's error code); `held` marks the outcome of a held signal;
+    `admission` how a wait with a policy admitted it (ACCESS-023)."""
     entry: dict[str, Any] = {"at": iso(now), "by": user}
     if on_behalf_of is not None:
         entry["onBehalfOf"] = on_behalf_of
     entry.update({"action": "signal", "waitId": wait_id, "code": code})
     if signal_id:
         entry["signalId"] = signal_id
+    if admission is not None:
+        entry.update(admission.audit_fields())
     if held:
         entry["held"] = True
     return entry

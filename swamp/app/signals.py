@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..domain import suggested
 from ..domain.errors import RunNotFound, SwampError
@@ -24,6 +24,9 @@ from ..domain.waits import SignalReceipt, SignalWait, WaitNotFound, check_wait_i
 from .context import App
 from .signal_results import check_only_result, signal_audit
 from .views import wait_command
+
+if TYPE_CHECKING:
+    from .answerers import Admission
 
 
 def _locate(app: App, wait_id: str) -> WorkflowRun:
@@ -77,17 +80,31 @@ def signal(
     claim_timeout: float | None = None,
     resume: bool = False,
     emit: Callable[[dict[str, Any]], None] | None = None,
+    override: str | None = None,
     token: str | None = None,
 ) -> dict[str, Any]:
     """Every check, payload and schema included, is made first on the record read without the
     claim (WAIT-016): a slow or hostile payload never holds the claim. Then, under the claim, the
     record is read again and what can have changed since (the step, the deadline, the run's status)
     is checked again with the payload already read and checked. With `resume`, the run is then
-    continued under that same claim when nothing else is open (continuation.py).
+    continued under that same claim when nothing else is open (continuation.py). The wait's
+    answerer policy is the first check of all (ACCESS-008): it was captured when the wait opened
+    and never changes, so it is not checked again under the claim.
 
-    A `token` (a signal permission, permissions.py) is checked first, before the wait's own
-    checks, and again under the claim, where its use is counted in the same save as the receipt
-    (ACCESS-044..046). A signal with a token is never held (ACCESS-053)."""
+    A `token` (a signal permission, permissions.py) is the admission instead of the policy: it is
+    checked first, before the wait's own checks, and again under the claim, where its use is
+    counted in the same save as the receipt (ACCESS-045..047). A signal with a token is never held
+    (ACCESS-052)."""
+    from .answerers import check_override
+
+    check_override(override)
+    if token is not None and override is not None:
+        from ..domain.errors import InvalidRequest
+
+        raise InvalidRequest(
+            "a signal delivered with a signal permission's token needs no --override; give one of them",
+            {"field": "override"},
+        )
     user, on_behalf_of = app.user, app.on_behalf_of
     found = _read_unclaimed(app, wait_id)
     now = app.clock.now()
@@ -107,9 +124,14 @@ def signal(
         from .continuation import continue_if_nothing_open
         from .hold import hold
 
-        def note(run: WorkflowRun, code: str, signal_id: str | None) -> None:
+        def note(
+            run: WorkflowRun, code: str, signal_id: str | None, admission: Admission | None = None
+        ) -> None:
             app.runs.append_audit(
-                run, signal_audit(app.clock.now(), user, on_behalf_of, wait_id, code, signal_id)
+                run,
+                signal_audit(
+                    app.clock.now(), user, on_behalf_of, wait_id, code, signal_id, admission=admission
+                ),
             )
 
         return hold(
@@ -123,8 +145,15 @@ def signal(
             audit=note,
             accepted=lambda run, wid: _accepted(app, run, wid, app.clock.now()),
             continue_run=(lambda run: continue_if_nothing_open(app, run, emit)) if resume else None,
+            override=override,
         )
     try:
+        from .answerers import admit_wait
+
+        # A token is the admission instead (checked above): it delivers past the policy (ACCESS-045).
+        admission = (
+            admit_wait(app, found, *found.find_wait(wait_id), wait_id, override) if token is None else None
+        )
         job, step, payload, _ = found.signal(
             now, wait_id, read_payload, user, app.validation.problems, record=False
         )
@@ -134,7 +163,7 @@ def signal(
         raise
     if check_only:
         result = check_only_result(found, wait_id, job, step)
-        if token is not None:  # checked, never used (ACCESS-054)
+        if token is not None:  # checked, never used (ACCESS-053)
             from .permissions import admit_token
 
             result["permissionId"] = admit_token(app, found, wait_id, token, now).id
@@ -162,18 +191,24 @@ def signal(
 
                 permission = admit_token(app, run, wait_id, token, now)
             job, step, payload, receipt = run.signal(
-                now, wait_id, lambda: payload, user, checked_already, on_behalf_of=on_behalf_of
+                now,
+                wait_id,
+                lambda: payload,
+                user,
+                checked_already,
+                on_behalf_of=on_behalf_of,
+                override=admission.override if admission is not None else None,
             )
         except SwampError as exc:
             app.runs.append_audit(run, _refused(now, user, on_behalf_of, wait_id, exc))
             raise
         signal_id = receipt.id if receipt else None
         # The receipt and the audit entry: one transaction where the store has them (PostgreSQL).
-        entry = signal_audit(now, user, on_behalf_of, wait_id, "accepted", signal_id)
+        entry = signal_audit(now, user, on_behalf_of, wait_id, "accepted", signal_id, admission=admission)
         if permission is not None and receipt is not None:
             from .permissions import deliver, delivered_fields
 
-            deliver(permission, step, receipt.id)  # its use, saved with the receipt (ACCESS-046)
+            deliver(permission, step, receipt.id)  # its use, saved with the receipt (ACCESS-047)
             entry.update(delivered_fields(permission))
         app.runs.save_with_audit(run, entry, settled_only=True)
         if resume:
@@ -249,6 +284,7 @@ def _wait_entry(
         "expired": left < 0,
         "description": wait.description,
         "schema": wait.schema,
+        **({"answerers": wait.answerers} if wait.answerers is not None else {}),
     }
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..domain import suggested
+from ..domain.approvals import ApprovalGate
 from ..domain.run import WorkflowRun
 from .context import App
 
@@ -78,6 +79,7 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
             "stepName": step.name,
             "prompt": step.approval.prompt,
             "deadline": step.approval.deadline,
+            **gate_progress(step.approval),
         }
         for job, step in run.open_gates(now)
         if step.approval is not None
@@ -91,6 +93,13 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
         commands.append(suggested.reject(wf, str(gate["stepName"]), pick))
     commands.append(suggested.resume(wf, pick))
     return {"gates": gates, "waits": waits, "next": commands}
+
+
+def gate_progress(gate: ApprovalGate) -> dict[str, Any]:
+    """A gate's approvers and its approvals so far (ACCESS-016); nothing for a gate without."""
+    if gate.approvers is None:
+        return {}
+    return {"approvers": gate.approvers, **gate.progress()}
 
 
 def run_summary(run: WorkflowRun) -> dict[str, Any]:

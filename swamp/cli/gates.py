@@ -41,6 +41,12 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
     )
     @click.option("--job", metavar="JOB", help="The job, when the step name is waiting in several jobs.")
     @click.option("--reason", help="Why; recorded with the decision.")
+    @click.option(
+        "--override",
+        metavar="REASON",
+        help="As an admin (.swamp.yaml admins), answer past the approver or answerer policy; "
+        "the reason is recorded.",
+    )
     @claim_option
     @output_options
     @click.pass_context
@@ -51,6 +57,7 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
         run_id: str | None,
         job: str | None,
         reason: str | None,
+        override: str | None,
         claim_timeout: float | None,
         as_json: bool,
         repo_dir: str | None,
@@ -70,7 +77,14 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
             if data.get("waitId"):
                 what = f"wait {data['waitId']} ({what})"
             by = who(data["decidedBy"], data)
+            if data.get("override"):
+                by += f" (override: {data['override']})"
             out(f"{word} {what} of {data['workflowName']} (run {data['runId']}) as {by}")
+            if data.get("remaining"):
+                out(
+                    f"{len(data['approvals'])} of {data['required']} approvals; the gate opens after "
+                    f"{data['remaining']} more from other approvers."
+                )
             if not data["approved"]:
                 out(f"The run is now {data['runStatus']}.")
             if "stillOpen" in data:
@@ -83,7 +97,14 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
         if step is None:  # reject WAIT_ID: the wait ID names the run and the step
             if run_id or job:
                 raise click.UsageError("reject WAIT_ID takes no --run or --job: the wait ID names the run")
-            payload = _drop_none({"waitId": workflow_name, "reason": reason, "claimTimeout": claim_timeout})
+            payload = _drop_none(
+                {
+                    "waitId": workflow_name,
+                    "reason": reason,
+                    "claimTimeout": claim_timeout,
+                    "override": override,
+                }
+            )
         else:
             payload = _drop_none(
                 {
@@ -94,6 +115,7 @@ def _decision_command(approved: bool) -> Callable[..., Any]:
                     "reason": reason,
                     "claimTimeout": claim_timeout,
                     "resume": True if resume else None,
+                    "override": override,
                 }
             )
         call_answer(
@@ -116,7 +138,8 @@ approve = click.command(
     "\n\n\b\nExamples:\n"
     "  swamp workflow approve release gate\n"
     "  swamp workflow approve release gate --run 3f2a --reason 'looks good'\n"
-    "  swamp workflow approve release gate --resume",
+    "  swamp workflow approve release gate --resume\n"
+    "  swamp workflow approve release gate --override 'release managers are away'",
 )(
     click.option(
         "--resume",

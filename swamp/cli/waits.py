@@ -68,6 +68,11 @@ def wait_address(
     help="Then continue the run here, as `resume` would, when nothing else is open.",
 )
 @click.option(
+    "--override",
+    metavar="REASON",
+    help="As an admin (.swamp.yaml admins), answer past the wait's answerer policy; the reason is recorded.",
+)
+@click.option(
     "--token",
     metavar="TOKEN",
     help="Deliver with a signal permission's token (from `wait grant`); prefer --token-file.",
@@ -88,6 +93,7 @@ def workflow_signal(
     payload_file: str | None,
     check: bool,
     resume: bool,
+    override: str | None,
     token: str | None,
     token_file: str | None,
     run_id: str | None,
@@ -122,6 +128,7 @@ def workflow_signal(
       echo '{"verdict":"fix"}' | swamp workflow signal wait_3bq... --payload -
       swamp workflow signal wait_3bq... --payload-file verdict.json --check
       swamp workflow signal wait_3bq...     # at a terminal: asks, then confirms
+      swamp workflow signal wait_3bq... --payload '{"verdict":"ship"}' --override 'QA lead is away'
       swamp workflow signal wait_3bq... --token-file token.txt --payload '{"verdict":"ship"}'
     """
     address = wait_address(wait_id, run_id, step, job)
@@ -190,6 +197,7 @@ def workflow_signal(
             "claimTimeout": claim_timeout,
             "check": True if check else None,
             "resume": True if resume else None,
+            "override": override,
             "token": token,
         }
     )

@@ -462,13 +462,15 @@ class Client:
         check: bool | None = None,
         resume: bool | None = None,
         token: str | None = None,
+        override: str | None = None,
         claim_timeout: float | None = None,
         repo_dir: PathArg | None = None,
         on_event: OnEvent = None,
     ) -> r.SignalResult:
         """`workflow.signal`: answer a wait with `payload` (any JSON value, `None` is null) or
-        `payload_text`; `resume=True` continues the run in the same request (`["run"]`); `token`
-        delivers with a signal permission (see `grant`).
+        `payload_text`; `resume=True` continues the run in the same request (`["run"]`);
+        `override` (an admin's reason) answers past the wait's answerer policy; `token` delivers
+        with a signal permission (see `grant`).
 
         >>> client.signal("wait_3bqx", {"verdict": "ship"}, resume=True)["continued"]
         >>> client.signal(run=run_id, step="review", payload={"verdict": "fix"})
@@ -488,6 +490,7 @@ class Client:
                 check=check,
                 resume=resume,
                 token=token,
+                override=override,
                 claim_timeout=claim_timeout,
                 repo_dir=repo_dir,
             ),
@@ -560,11 +563,13 @@ class Client:
         job: str | None = None,
         reason: str | None = None,
         resume: bool | None = None,
+        override: str | None = None,
         claim_timeout: float | None = None,
         repo_dir: PathArg | None = None,
         on_event: OnEvent = None,
     ) -> r.ApproveResult:
-        """`workflow.approve`: approve the gate STEP of the workflow's latest suspended run (or `run`)."""
+        """`workflow.approve`: approve the gate STEP of the workflow's latest suspended run (or
+        `run`); `override` (an admin's reason) approves past the gate's approver policy."""
         return cast(
             r.ApproveResult,
             self._ask(
@@ -576,6 +581,7 @@ class Client:
                 job=job,
                 reason=reason,
                 resume=resume,
+                override=override,
                 claim_timeout=claim_timeout,
                 repo_dir=repo_dir,
             ),
@@ -590,11 +596,13 @@ class Client:
         run: str | None = None,
         job: str | None = None,
         reason: str | None = None,
+        override: str | None = None,
         claim_timeout: float | None = None,
         repo_dir: PathArg | None = None,
         on_event: OnEvent = None,
     ) -> r.RejectResult:
-        """`workflow.reject`: reject a gate (WORKFLOW, STEP), or a signal wait with `wait_id` alone."""
+        """`workflow.reject`: reject a gate (WORKFLOW, STEP), or a signal wait with `wait_id` alone;
+        `override` (an admin's reason) rejects past its policy."""
         return cast(
             r.RejectResult,
             self._ask(
@@ -606,6 +614,7 @@ class Client:
                 run=run,
                 job=job,
                 reason=reason,
+                override=override,
                 claim_timeout=claim_timeout,
                 repo_dir=repo_dir,
             ),

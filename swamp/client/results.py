@@ -115,6 +115,7 @@ class WaitEntry(TypedDict):
     expired: bool
     description: str | None
     schema: dict[str, Any] | bool
+    answerers: NotRequired[dict[str, Any]]  # who may answer (ACCESS-001); absent: anyone
 
 
 class Waits(TypedDict):
@@ -169,6 +170,7 @@ class WaitShow(TypedDict):
     held: NotRequired[dict[str, Any]]
     heldAt: NotRequired[str]
     heldRefused: NotRequired[dict[str, Any]]
+    answerers: NotRequired[dict[str, Any]]
     permissions: NotRequired[list[PermissionShown]]
 
 
@@ -242,6 +244,11 @@ class ApproveResult(TypedDict):
     openGates: list[str]
     openWaits: list[str]
     onBehalfOf: NotRequired[str]
+    override: NotRequired[str]  # an admin approved past the policy (ACCESS-021)
+    approvers: NotRequired[dict[str, Any]]  # with a policy: who may approve, and the count so far
+    required: NotRequired[int]
+    approvals: NotRequired[list[dict[str, Any]]]
+    remaining: NotRequired[int]  # above 0: the gate stays open (ACCESS-016)
     next: NotRequired[list[str]]
     autoResume: NotRequired[dict[str, Any]]
     continued: NotRequired[bool]
@@ -264,6 +271,11 @@ class RejectResult(TypedDict):
     onBehalfOf: NotRequired[str]
     openGates: NotRequired[list[str]]
     waitId: NotRequired[str]
+    override: NotRequired[str]
+    approvers: NotRequired[dict[str, Any]]
+    required: NotRequired[int]
+    approvals: NotRequired[list[dict[str, Any]]]
+    remaining: NotRequired[int]
 
 
 class Approvals(TypedDict):

@@ -202,7 +202,6 @@ class SignalWait:
         schema: dict[str, Any] | bool,
         description: str | None,
         wait_id: str | None = None,
-        answerers: dict[str, Any] | None = None,
     ) -> SignalWait:
         """A wait opening now, under the ID reserved for its step when there is one (WAIT-066)."""
         from .deadlines import deadline_after
@@ -216,7 +215,6 @@ class SignalWait:
             timeout=timeout,
             schema=schema,
             description=description,
-            answerers=answerers,
         )
 
     def settle(self, outcome: str, now: dt.datetime) -> None:
@@ -462,8 +460,7 @@ def empty_payload(wait: SignalWait, schema_problems: Callable[[Any, Any], list[A
     else:
         such_as = "a JSON value such as " + json.dumps(example, separators=(",", ":"), ensure_ascii=False)
     return PayloadMalformed(
-        f"The payload is empty; wait {wait.waitId} takes {such_as} "
-        f"(see: {suggested.wait_show(wait.waitId)})",
+        f"The payload is empty; wait {wait.waitId} takes {such_as} (see: {suggested.wait_show(wait.waitId)})",
         {"waitId": wait.waitId, "reason": "empty"},
     )
 

@@ -128,6 +128,7 @@ def _decide(
             resolve_wait(app, payload["waitId"]),
             reason=payload.get("reason"),
             claim_timeout=payload.get("claimTimeout"),
+            override=payload.get("override"),
         )
     for needed in ("workflow", "step"):
         if not payload.get(needed):
@@ -144,6 +145,7 @@ def _decide(
         claim_timeout=payload.get("claimTimeout"),
         resume=bool(payload.get("resume")),
         emit=emit,
+        override=payload.get("override"),
     )
 
 
@@ -223,6 +225,7 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit, actor: Actor | None) -
         claim_timeout=payload.get("claimTimeout"),
         resume=bool(payload.get("resume")),
         emit=emit,
+        override=payload.get("override"),
         token=payload.get("token"),
     )
 

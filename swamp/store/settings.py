@@ -97,4 +97,6 @@ def settings_document(settings: Settings) -> dict[str, Any]:
         }
     if settings.store is not None:
         doc["store"] = settings.store
+    if settings.admins.describe():
+        doc["admins"] = {key: names for key, names in settings.admins.to_dict().items() if names}
     return doc

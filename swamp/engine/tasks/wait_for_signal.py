@@ -26,9 +26,8 @@ def execute(task: WaitForSignalTask, ex: StepExecution) -> Outcome:
     answerers = task.answerers.to_dict() if task.answerers is not None else None  # ACCESS-001
 
     def open_wait(step_run: StepRun, now: dt.datetime) -> dict[str, Any]:
-        wait = SignalWait.open(
-            now, float(task.timeout), schema, description, step_run.reservedWaitId, answerers
-        )
+        wait = SignalWait.open(now, float(task.timeout), schema, description, step_run.reservedWaitId)
+        wait.answerers = answerers
         step_run.start_waiting(wait)
         return {
             "kind": "signal",
