@@ -301,12 +301,15 @@ def shared_repo() -> Any:
 
 
 def test_another_account_delivers_with_the_token_on_the_granters_behalf(shared_repo: Path) -> None:
-    """ACCESS-045, ACCESS-046, ACCESS-061: the receipt names the bearer (the acting account) and the
-    granter; the bearer, who did not grant it, is not the permission's granter when it revokes."""
+    """ACCESS-041, ACCESS-045, ACCESS-046, ACCESS-061, with real accounts: the wait's policy names
+    only the granter; the bearer may not answer, grant nor revoke, but delivers with the token, and
+    the receipt names the bearer (the acting account) and the granter."""
     root = shared_repo / "repo"
     made = as_account(GRANTER, shared_repo, "repo", "init", str(root))
     assert made.returncode == 0, made.stderr
-    steps = [{"name": "verdict", "task": {"type": "wait_for_signal", "timeout": 600, "schema": SCHEMA}}]
+    policy = {"accounts": [GRANTER]}
+    task = {"type": "wait_for_signal", "timeout": 600, "schema": SCHEMA, "answerers": policy}
+    steps = [{"name": "verdict", "task": task}]
     workflow = {"id": "5c5c5c5c-0000-4000-8000-000000000001", "name": "review", "jobs": [job("main", *steps)]}
     (root / "workflows" / "workflow-review.yaml").write_text(json.dumps(workflow))
     started = as_account(GRANTER, root, "workflow", "run", "review", "--json")
@@ -320,6 +323,17 @@ def test_another_account_delivers_with_the_token_on_the_granters_behalf(shared_r
     token_file = shared_repo / "token"
     token_file.write_text(permission["token"])
     token_file.chmod(0o644)
+
+    # the bearer, whom the policy leaves out, may not answer, grant, nor revoke the granter's
+    # permission without the token
+    for args in (
+        ("workflow", "signal", wait_id, "--payload", '{"verdict":"ship"}', "--json"),
+        ("workflow", "wait", "grant", wait_id, "--json"),
+        ("workflow", "wait", "revoke", permission["id"], "--json"),
+    ):
+        refused = as_account(BEARER, root, *args)
+        assert refused.returncode == 3, refused.stderr
+        assert json.loads(refused.stdout)["error"]["code"] == "answerer_not_allowed", refused.stdout
     sent = as_account(
         BEARER,
         root,
@@ -340,6 +354,13 @@ def test_another_account_delivers_with_the_token_on_the_granters_behalf(shared_r
         GRANTER, root, "workflow", "history", "get", json.loads(started.stdout)["id"], "--json"
     )
     audit = json.loads(history.stdout)["audit"]
+    assert [(e["by"], e["action"], e["code"]) for e in audit] == [
+        (GRANTER, "grant", "accepted"),
+        (BEARER, "signal", "answerer_not_allowed"),
+        (BEARER, "grant", "answerer_not_allowed"),
+        (BEARER, "revoke", "answerer_not_allowed"),
+        (BEARER, "signal", "accepted"),
+    ]
     accepted = [e for e in audit if e["action"] == "signal" and e["code"] == "accepted"]
     assert accepted == [
         {
