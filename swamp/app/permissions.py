@@ -60,7 +60,7 @@ def refusal_fields(exc: SwampError) -> dict[str, Any]:
 
 
 def delivered_fields(permission: Permission) -> dict[str, Any]:
-    """What the audit entry of a signal delivered with a permission adds (ACCESS-045)."""
+    """What the audit entry of a signal delivered with a permission adds (ACCESS-046)."""
     return {"via": "permission", "permissionId": permission.id, "grantedBy": permission.grantedBy}
 
 
@@ -68,7 +68,7 @@ def delivered_fields(permission: Permission) -> dict[str, Any]:
 
 
 def admit_token(app: App, run: WorkflowRun, wait_id: str, token: Any, now: dt.datetime) -> Permission:
-    """The permission of wait `wait_id` that `token` is, if it admits its bearer now (ACCESS-044);
+    """The permission of wait `wait_id` that `token` is, if it admits its bearer now (ACCESS-045);
     otherwise permission_invalid, its reason `other_wait` when the token is a live permission of
     another open wait (ACCESS-050)."""
     from ..domain.permissions import admit
@@ -99,7 +99,7 @@ def _live_elsewhere(app: App, token: Any, wait_id: str, now: dt.datetime) -> boo
 
 def deliver(permission: Permission, step: StepRun, signal_id: str) -> None:
     """The accepted signal used the permission: one use counted, and the receipt (in the record and
-    in the step's `signal` output) names the permission and its granter (ACCESS-045, ACCESS-046)."""
+    in the step's `signal` output) names the permission and its granter (ACCESS-046, ACCESS-047)."""
     from ..domain.permissions import use
 
     use(permission, signal_id)

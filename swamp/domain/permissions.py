@@ -233,7 +233,7 @@ def use(permission: Permission, signal_id: str) -> None:
 
 
 def end_all(permissions: list[Permission] | None, now: dt.datetime) -> None:
-    """The wait settled: every permission on it ends (ACCESS-047)."""
+    """The wait settled: every permission on it ends (ACCESS-048)."""
     from .instants import iso
 
     for permission in permissions or ():

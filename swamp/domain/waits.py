@@ -131,7 +131,7 @@ class SignalReceipt:
     onBehalfOf: str | None = None  # SWAMP_ACTOR of the sender: a claim, beside its account
     heldAt: str | None = None  # an early signal: when it was held, before its step opened (held.py)
     override: str | None = None  # an admin answered past the wait's policy, for this reason (ACCESS-021)
-    permissionId: str | None = None  # delivered with a signal permission (ACCESS-045) ...
+    permissionId: str | None = None  # delivered with a signal permission (ACCESS-046) ...
     grantedBy: str | None = None  # ... granted by this account
 
     FIELDS: ClassVar[dict[str, Reader]] = {
@@ -218,7 +218,7 @@ class SignalWait:
         )
 
     def settle(self, outcome: str, now: dt.datetime) -> None:
-        """The wait settles: it takes no other signal, and every permission on it ends (ACCESS-047)."""
+        """The wait settles: it takes no other signal, and every permission on it ends (ACCESS-048)."""
         self.outcome = outcome
         if self.permissions:
             from .permissions import end_all
