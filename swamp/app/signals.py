@@ -150,10 +150,9 @@ def signal(
     try:
         from .answerers import admit_wait
 
-        # A token is the admission instead (checked above): it delivers past the policy (ACCESS-045).
-        admission = (
-            admit_wait(app, found, *found.find_wait(wait_id), wait_id, override) if token is None else None
-        )
+        admission = None  # with a token, the token is the admission (checked above, ACCESS-045)
+        if token is None:
+            admission = admit_wait(app, found, *found.find_wait(wait_id), wait_id, override)
         job, step, payload, _ = found.signal(
             now, wait_id, read_payload, user, app.validation.problems, record=False
         )
@@ -161,13 +160,10 @@ def signal(
         if not check_only:
             app.runs.append_audit(found, signal_audit(now, user, on_behalf_of, wait_id, exc.code))
         raise
+    if check_only and token is not None:  # checked, never used (ACCESS-053)
+        return _checked_with(app, found, wait_id, job, step, token, now)
     if check_only:
-        result = check_only_result(found, wait_id, job, step)
-        if token is not None:  # checked, never used (ACCESS-053)
-            from .permissions import admit_token
-
-            result["permissionId"] = admit_token(app, found, wait_id, token, now).id
-        return result
+        return check_only_result(found, wait_id, job, step)
     checked_schema = step.wait.schema if step.wait is not None else None
 
     def checked_already(value: Any, schema: Any) -> list[Any]:
@@ -220,6 +216,16 @@ def signal(
     if resume:
         add_outcome(app, doc, run, outcome)
     return doc
+
+
+def _checked_with(
+    app: App, run: WorkflowRun, wait_id: str, job: JobRun, step: StepRun, token: str, now: dt.datetime
+) -> dict[str, Any]:
+    """`signal --check` with a token: valid, and the permission it is (nothing used)."""
+    from .permissions import admit_token
+
+    permission = admit_token(app, run, wait_id, token, now)
+    return {**check_only_result(run, wait_id, job, step), "permissionId": permission.id}
 
 
 def _refused(
