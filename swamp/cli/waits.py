@@ -584,8 +584,12 @@ def workflow_wait_grant(
             within = parse_duration(expires)
         except InvalidRequest as exc:
             raise click.BadParameter(exc.message, param_hint="--expires") from None
-        if not within > 0:
-            raise click.BadParameter("give a duration longer than 0, such as 30m", param_hint="--expires")
+        from ..domain.permissions import MAX_EXPIRES
+
+        if not 0 < within <= MAX_EXPIRES:
+            raise click.BadParameter(
+                "give a duration longer than 0 and at most ten years, such as 30m", param_hint="--expires"
+            )
 
     def render(data: dict[str, Any]) -> None:
         p = data["permission"]

@@ -20,6 +20,7 @@ TOKEN_PREFIX = "swp_"
 TOKEN = re.compile(r"^swp_[a-z2-7]{32}$")  # 160 random bits in lower-case base32, no padding
 PERMISSION_ID = re.compile(r"^perm_[a-z2-7]{26}$")
 MAX_NOTE = 500
+MAX_EXPIRES = 315360000  # seconds: ten years, as a wait's timeout (WAIT-001)
 STATES = ("live", "expired", "revoked", "used_up", "ended")
 
 
@@ -123,11 +124,12 @@ def grant(
     from .deadlines import deadline_after
     from .instants import iso, parse_iso
 
-    if expires_in is not None and not expires_in > 0:
+    if expires_in is not None and not 0 < expires_in <= MAX_EXPIRES:
         from .errors import InvalidRequest
 
         raise InvalidRequest(
-            "'expires' must be a positive duration such as 30m, 2h or 1d", {"field": "expires"}
+            "'expires' must be a positive duration of at most ten years, such as 30m, 2h or 1d",
+            {"field": "expires"},
         )
     if note is not None and len(note) > MAX_NOTE:
         from .errors import InvalidRequest
