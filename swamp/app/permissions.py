@@ -21,19 +21,14 @@ from .answerers import Admission
 from .context import App
 
 
-def admit_answerer(
-    app: App, run: WorkflowRun, step: StepRun, *, override: str | None, what: str
-) -> Admission:
+def admit_answerer(app: App, run: WorkflowRun, wait_id: str, override: str | None) -> Admission:
     """Whether the acting account may answer this wait, and so grant or revoke a permission on it
-    (ACCESS-041, ACCESS-061): the answerer policy the wait captured, through the one admission
-    function (answerers.py), which refuses with answerer_not_allowed."""
-    from ..domain.access import Policy
-    from .answerers import admit
+    (ACCESS-041, ACCESS-061): the policy the wait captured, through the one admission of every
+    answer (answerers.py), which refuses with answerer_not_allowed."""
+    from .answerers import admit_wait
 
-    wait = step.wait
-    policy = Policy.from_dict(wait.answerers) if wait is not None else None
-    wait_id = wait.waitId if wait is not None else "?"
-    return admit(app, run, policy, override=override, what=f"wait {wait_id} (nor {what} it)")
+    job, step = run.find_wait(wait_id)
+    return admit_wait(app, run, job, step, wait_id, override)
 
 
 # -- the audit trail -------------------------------------------------------------------------
@@ -168,7 +163,7 @@ def grant(
 
     def check(run: WorkflowRun, now: dt.datetime) -> tuple[StepRun, Admission]:
         _, step = _open_wait(run, wait_id, now, "grant a permission")
-        return step, admit_answerer(app, run, step, override=override, what="grant a permission for")
+        return step, admit_answerer(app, run, wait_id, override)
 
     now = app.clock.now()
     try:
@@ -256,10 +251,10 @@ def revoke(
     found, wait_id = _find_permission(app, permission_id)
 
     def check(run: WorkflowRun, now: dt.datetime) -> tuple[Permission, dict[str, Any]]:
-        step, permission = _permission(run, wait_id, permission_id)
+        _, permission = _permission(run, wait_id, permission_id)
         admitted: dict[str, Any] = {}
         if permission.grantedBy != app.user:  # its granter may always take it back
-            admission = admit_answerer(app, run, step, override=override, what="revoke a permission for")
+            admission = admit_answerer(app, run, wait_id, override)
             admitted = admission.audit_fields()
         revoked(permission, wait_id, app.user, now)
         return permission, admitted
