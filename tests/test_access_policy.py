@@ -188,3 +188,39 @@ def test_the_definition_a_run_saves_reads_back_with_the_same_policies() -> None:
     wait, gate = again.jobs[0].steps[0].task, again.jobs[0].steps[1].task
     assert getattr(wait, "answerers") == Policy(["a"], (), False)  # noqa: B009
     assert getattr(gate, "approvers") == Policy((), ["g"], True, 2)  # noqa: B009
+
+
+@pytest.mark.parametrize(
+    "captured",
+    [
+        {"accounts": ["a"], "groups": [], "starter": True},
+        {"accounts": ["a"], "groups": [], "starter": True, "required": 0},
+        {"accounts": [1], "groups": [], "starter": True, "required": 1},
+        {"accounts": [], "groups": [], "starter": "no", "required": 1},
+        {"accounts": [], "groups": [], "starter": True, "required": 1, "extra": 1},
+    ],
+)
+def test_a_record_with_a_policy_it_does_not_understand_is_refused(captured: dict[str, Any]) -> None:
+    """RUN-010: a captured policy is read strictly, never guessed at."""
+    from swamp.domain.run import RunUnreadable, WorkflowRun
+    from swamp.domain.waits import SignalWait
+
+    wait = SignalWait(waitId="wait_" + "a" * 26, openedAt="t", deadline="t", timeout=1, schema={})
+    run = WorkflowRun.create(
+        run_id="r",
+        workflow_id="w",
+        workflow_name="n",
+        jobs=[("j", ["s"])],
+        inputs={},
+        tags={},
+        initiated_by="me",
+        now=__import__("datetime").datetime(2026, 1, 1),
+    )
+    run.jobs[0].steps[0].wait = wait
+    record = run.to_dict()
+    WorkflowRun.from_dict(record)  # without a policy: fine
+    record["jobs"][0]["steps"][0]["wait"]["answerers"] = captured
+    with pytest.raises(RunUnreadable):
+        WorkflowRun.from_dict(record)
+    record["jobs"][0]["steps"][0]["wait"]["answerers"] = Policy(["a"]).to_dict()
+    assert WorkflowRun.from_dict(record).jobs[0].steps[0].wait.answerers == Policy(["a"]).to_dict()  # type: ignore[union-attr]

@@ -83,23 +83,24 @@ def decide(
 
     outcome: dict[str, Any] | None = None
     verb = "approve" if approved else "reject"
+    recorded = False
     try:
-        if resume:
-            from .continuation import continue_if_nothing_open
-
-            with app.claim(run.id, timeout=claim_timeout, purpose="approve"):
-                saved = app.runs.load(run.workflowId, run.id)
-                decision = apply(saved)
+        with app.claim(run.id, timeout=claim_timeout, purpose=verb):
+            saved = app.runs.load(run.workflowId, run.id)
+            decision = apply(saved)
+            if audited:  # the record and its audit entry: one transaction where the store has them
+                app.runs.save_with_audit(saved, _entry(app, verb, "accepted", admitted[-1], step=audited[-1]))
+            else:
                 app.runs.save(saved)
+            recorded = True
+            if resume:
+                from .continuation import continue_if_nothing_open
+
                 outcome = continue_if_nothing_open(app, saved, emit)
-        else:
-            saved, decision = change_run(app, run, apply, purpose=verb, claim_timeout=claim_timeout)
     except SwampError as exc:
-        if audited:
-            _audit(app, run, verb, exc.code, admitted[-1] if admitted else None, step=audited[-1])
+        if audited and not recorded:
+            app.runs.append_audit(run, _entry(app, verb, exc.code, None, step=audited[-1]))
         raise
-    if audited:
-        _audit(app, saved, verb, "accepted", admitted[-1], step=audited[-1])
     _refuse_held(app, saved)
     remaining = [s.name for _, s in saved.open_gates(app.clock.now())]
     doc: dict[str, Any] = {
@@ -161,10 +162,12 @@ def reject_wait(
         saved, where = change_run(app, run, apply, purpose="reject", claim_timeout=claim_timeout)
     except SwampError as exc:
         if audit:
-            _audit(app, run, "reject", exc.code, admitted[-1] if admitted else None, wait_id=wait_id)
+            app.runs.append_audit(run, _entry(app, "reject", exc.code, None, wait_id=wait_id))
         raise
     if audit:
-        _audit(app, saved, "reject", "accepted", admitted[-1] if admitted else None, wait_id=wait_id)
+        app.runs.append_audit(
+            saved, _entry(app, "reject", "accepted", admitted[-1] if admitted else None, wait_id=wait_id)
+        )
     _refuse_held(app, saved)
     doc = {
         "runId": saved.id,
@@ -212,17 +215,17 @@ def _wait_policy(run: WorkflowRun, wait_id: str) -> Any:
     return None
 
 
-def _audit(
+def _entry(
     app: App,
-    run: WorkflowRun,
     action: str,
     code: str,
     admission: Admission | None,
     *,
     step: tuple[str, StepRun] | None = None,
     wait_id: str | None = None,
-) -> None:
-    """An answer to a gate or wait with a policy, or given with --override (ACCESS-023)."""
+) -> dict[str, Any]:
+    """The audit entry of an answer to a gate or wait with a policy, or given with --override
+    (ACCESS-012): accepted (with how it was admitted, ACCESS-023) or the refusal's code."""
     entry: dict[str, Any] = {"at": iso(app.clock.now()), "by": app.user}
     if app.on_behalf_of is not None:
         entry["onBehalfOf"] = app.on_behalf_of
@@ -232,9 +235,9 @@ def _audit(
     if wait_id is not None:
         entry["waitId"] = wait_id
     entry["code"] = code
-    if admission is not None and code == "accepted":
+    if admission is not None:
         entry.update(admission.audit_fields())
-    app.runs.append_audit(run, entry)
+    return entry
 
 
 def list_approvals(app: App, workflow_ref: str | None = None) -> dict[str, Any]:

@@ -187,6 +187,7 @@ def workflow_approvals(
         if not data["approvals"]:
             out("No open approval gates.")
             return
+        counted = any("required" in g for g in data["approvals"])  # a gate with approvers (ACCESS-016)
         table(
             [
                 [
@@ -194,18 +195,27 @@ def workflow_approvals(
                     g["runId"],
                     g["jobName"],
                     g["stepName"],
+                    *([_approved_so_far(g)] if counted else []),
                     g["deadline"] or "-",
                     g["prompt"],
                 ]
                 for g in data["approvals"]
             ],
-            ["WORKFLOW", "RUN", "JOB", "STEP", "DEADLINE", "PROMPT"],
+            ["WORKFLOW", "RUN", "JOB", "STEP", *(["APPROVED"] if counted else []), "DEADLINE", "PROMPT"],
             wide=wide,
             drop=("DEADLINE", "PROMPT", "JOB"),
         )
 
     payload = {"workflow": workflow_name} if workflow_name else {}
     call(ctx, "workflow.approvals", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+def _approved_so_far(gate: dict[str, Any]) -> str:
+    """`1 of 2: alice` for a gate with approvers; `-` for one without."""
+    if "required" not in gate:
+        return "-"
+    names = ", ".join(a["by"] for a in gate["approvals"])
+    return f"{len(gate['approvals'])} of {gate['required']}" + (f": {names}" if names else "")
 
 
 def workflow_and_run(func: Callable[..., Any]) -> Callable[..., Any]:

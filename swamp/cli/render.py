@@ -342,8 +342,10 @@ def run_tree(doc: dict[str, Any]) -> None:
             continue
         signal = f" ({entry['signalId']})" if entry.get("signalId") else ""
         by = who(entry.get("by"), entry)
-        what = f"{entry.get('action')} {entry.get('waitId')}"
-        out(f"  {entry.get('at')} {what} by {by}: {entry.get('code')}{signal}")
+        target = entry.get("waitId") or f"step {entry.get('step')}"  # a gate's approve/reject
+        what = f"{entry.get('action')} {target}"
+        override = f" (override: {entry['override']})" if entry.get("override") else ""  # ACCESS-021
+        out(f"  {entry.get('at')} {what} by {by}: {entry.get('code')}{signal}{override}")
     interrupted = " (interrupted: its process stopped)" if doc.get("interrupted") else ""
     out(f"Result: {status_text(doc['status'])}{interrupted} {took}".rstrip())
     if doc.get("interruption"):

@@ -102,6 +102,31 @@ class Policy:
         return f"Policy({self.to_dict()!r})"
 
 
+RECORD_KEYS = ("accounts", "groups", "starter", "required")
+
+
+def read_captured(value: Any, path: str) -> dict[str, Any]:
+    """A policy as a run record keeps it (ACCESS-001): exactly {accounts, groups, starter,
+    required}; anything else is a record this swamp does not understand (RUN-010)."""
+    from .records import RecordError
+
+    def names(item: Any) -> bool:
+        return isinstance(item, list) and all(isinstance(n, str) and n for n in item)
+
+    if (
+        not isinstance(value, dict)
+        or sorted(value) != sorted(RECORD_KEYS)
+        or not names(value["accounts"])
+        or not names(value["groups"])
+        or not isinstance(value["starter"], bool)
+        or isinstance(value["required"], bool)
+        or not isinstance(value["required"], int)
+        or value["required"] < 1
+    ):
+        raise RecordError(f"{path}: expected a policy {{accounts, groups, starter, required}}")
+    return value
+
+
 class Admins:
     """`.swamp.yaml`'s `admins`: who may answer past a policy with an override (ACCESS-020)."""
 

@@ -16,8 +16,9 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .access import read_captured
 from .errors import AlreadyApproved
-from .records import BOOL, NUMBER, OBJECT, STR, Reader, list_of, nested, optional, write_record
+from .records import BOOL, NUMBER, STR, Reader, list_of, nested, optional, write_record
 
 APPROVAL_TIMEOUT = "approval_timeout"
 REJECTED = "rejected"
@@ -63,12 +64,14 @@ class Approval:
     at: str
     onBehalfOf: str | None = None
     override: str | None = None
+    reason: str | None = None  # the approver's --reason
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "by": STR,
         "at": STR,
         "onBehalfOf": optional(STR),
         "override": optional(STR),
+        "reason": optional(STR),
     }
 
 
@@ -90,7 +93,7 @@ class ApprovalGate:
         "timeout": optional(NUMBER),
         "deadline": optional(STR),
         "decision": optional(nested(ApprovalDecision)),
-        "approvers": optional(OBJECT),
+        "approvers": optional(read_captured),
         "approvals": optional(list_of(nested(Approval))),
     }
 

@@ -184,7 +184,9 @@ class StepRun:
                 {"step": self.name, "deadline": gate.deadline},
             )
         if approved and gate.approvers is not None:
-            approval = Approval(by=user, at=iso(now), onBehalfOf=on_behalf_of, override=override)
+            approval = Approval(
+                by=user, at=iso(now), onBehalfOf=on_behalf_of, override=override, reason=reason
+            )
             if not gate.add_approval(approval):
                 return False
         gate.decision = ApprovalDecision(

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from os import urandom  # what secrets.token_bytes returns, without secrets' random and hmac
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from .access import read_captured
 from .errors import SwampError
-from .records import ANY, NUMBER, OBJECT, STR, Reader, list_of, nested, one_of, optional
+from .records import ANY, NUMBER, STR, Reader, list_of, nested, one_of, optional
 
 if TYPE_CHECKING:
     from .permissions import Permission
@@ -190,7 +191,7 @@ class SignalWait:
         "description": optional(STR),
         "receipt": optional(nested(SignalReceipt)),
         "outcome": optional(one_of(OUTCOMES, "wait outcome")),
-        "answerers": optional(OBJECT),
+        "answerers": optional(read_captured),
         "permissions": optional(lambda value, path: _permissions(value, path)),
     }
 
