@@ -226,6 +226,10 @@ def _token(token: str | None, token_file: str | None) -> str | None:
         with open(token_file, "rb") as handle:
             raw = handle.read(MAX_TOKEN_FILE + 1)
     except OSError as exc:
+        if token_file.startswith("swp_"):  # the token itself, given as a file name: not shown
+            raise click.UsageError(
+                "--token-file takes a FILE holding the token, not the token itself (which is not shown)"
+            ) from None
         raise click.UsageError(f"--token-file {token_file}: {exc.strerror}") from None
     try:
         text = raw.decode("utf-8").strip()

@@ -87,13 +87,21 @@ def new_signal_id() -> str:
     return _random_id("sig_")
 
 
+def _given(text: Any) -> tuple[str, str | None]:
+    """How a malformed wait ID is shown back, and kept in the details: never a signal permission's
+    token given in its place (ACCESS-063)."""
+    if isinstance(text, str) and text.startswith("swp_"):
+        return "What was given (a signal permission's token, not shown; pass it with --token-file)", None
+    return repr(text)[:80], text if isinstance(text, str) else None
+
+
 def check_wait_id(text: str) -> str:
     if not isinstance(text, str) or not WAIT_ID.fullmatch(text):
-        shown = repr(text)[:80]
+        shown, kept = _given(text)
         raise WaitNotFound(
             f"{shown} is not a wait ID (they look like wait_ followed by 26 letters a-z and digits 2-7); "
             "list open waits with: swamp workflow waits",
-            {"waitId": text if isinstance(text, str) else None, "reason": "malformed"},
+            {"waitId": kept, "reason": "malformed"},
         )
     return text
 
@@ -105,11 +113,11 @@ def check_wait_ref(text: str) -> bool:
         return True
     if isinstance(text, str) and WAIT_PREFIX.fullmatch(text):
         return False
-    shown = repr(text)[:80]
+    shown, kept = _given(text)
     raise WaitNotFound(
         f"{shown} is not a wait ID (wait_ followed by 26 letters a-z and digits 2-7) nor a prefix of one "
         f"(wait_ and at least {MIN_WAIT_PREFIX} of them); list open waits with: swamp workflow waits",
-        {"waitId": text if isinstance(text, str) else None, "reason": "malformed"},
+        {"waitId": kept, "reason": "malformed"},
     )
 
 
