@@ -21,7 +21,6 @@ TOKEN = re.compile(r"^swp_[a-z2-7]{32}$")  # 160 random bits in lower-case base3
 PERMISSION_ID = re.compile(r"^perm_[a-z2-7]{26}$")
 MAX_NOTE = 500
 MAX_EXPIRES = 315360000  # seconds: ten years, as a wait's timeout (WAIT-001)
-STATES = ("live", "expired", "revoked", "used_up", "ended")
 
 
 class PermissionInvalid(SwampError):
