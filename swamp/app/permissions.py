@@ -220,12 +220,18 @@ def _find_permission(app: App, permission_id: str) -> tuple[WorkflowRun, str]:
                 wait = step.wait
                 if wait is not None and any(p.id == permission_id for p in wait.permissions or ()):
                     return run, wait.waitId
-    shown = permission_id if isinstance(permission_id, str) and permission_id.isprintable() else "?"
+    if isinstance(permission_id, str) and permission_id.startswith("swp_"):  # a token: not shown
+        raise PermissionInvalid(
+            "That is a signal permission's token (not shown), not its ID: revoke takes the ID "
+            "(perm_...), as the grant and swamp workflow wait show WAIT_ID give it",
+            {"reason": "unknown"},
+        )
+    shown = permission_id[:40] if isinstance(permission_id, str) and permission_id.isprintable() else "?"
     raise PermissionInvalid(
-        f"No permission {shown[:40]} on a wait of an active run (permission IDs look like perm_ and 26 "
+        f"No permission {shown} on a wait of an active run (permission IDs look like perm_ and 26 "
         "letters a-z and digits 2-7; a finished run's permissions have ended); see a wait's "
         "permissions with: swamp workflow wait show WAIT_ID",
-        {"reason": "unknown", "permissionId": permission_id},
+        {"reason": "unknown", "permissionId": shown},
     )
 
 
