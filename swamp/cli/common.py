@@ -105,13 +105,16 @@ def _answer(
     exit_code: Callable[[dict[str, Any]], int],
     then: Then | None = None,
 ) -> None:
-    from ..protocol.requests import handle
+    from .transport import connect_path, handler
+
+    handle = handler(ctx)
 
     def ask(follow_up: str, more: dict[str, Any], shown: Callable[[dict[str, Any]], None] | None) -> Any:
         repo = {"repoDir": payload["repoDir"]} if "repoDir" in payload else {}
         return handle(follow_up, {**more, **repo}, None if use_json else shown)
 
-    stopping = _interruptible(request, payload, progress)
+    # Through --connect the run executes in serve: Ctrl-C cancels the request there (transport.py).
+    stopping = contextlib.nullcontext() if connect_path(ctx) else _interruptible(request, payload, progress)
     try:
         with stopping as interruption:
             data = handle(request, payload, None if use_json else progress)
@@ -205,7 +208,14 @@ def _serve_command_jsonl(ctx: click.Context, param: click.Parameter, value: bool
     if not value or ctx.resilient_parsing:
         return
     from ..protocol.jsonl import serve_stdio
+    from .transport import connect_path
 
+    if connect_path(ctx):
+        raise click.UsageError(
+            "--jsonl answers requests here; through --connect, use the serve's socket itself "
+            "(it speaks the same frames) or leave out --connect",
+            ctx,
+        )
     path = ctx.command_path.split(" ", 1)[1] if " " in ctx.command_path else ""
     # Eager: this runs before the command's own --repo-dir is parsed, so read it from the argv.
     argv = (ctx.find_root().obj or {}).get("argv", [])

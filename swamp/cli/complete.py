@@ -26,11 +26,11 @@ def _candidates(
     prints them at the terminal (CLI-030): a help is shown with its control characters escaped,
     and a value holding one is not offered (escaped, it would not be the value)."""
     try:
-        from ..protocol.requests import handle
         from .terminal_text import shown
+        from .transport import handler
 
         directory = ctx.params.get("repo_dir") or ctx.find_root().params.get("repo_dir")
-        data = handle(request, {**payload, **({"repoDir": directory} if directory else {})})
+        data = handler(ctx)(request, {**payload, **({"repoDir": directory} if directory else {})})
         pairs = [(str(value), shown(about)) for value, about in pick(data)]
         return [(value, about) for value, about in pairs if shown(value) == value]
     except Exception:  # completion never fails and never prints a traceback

@@ -92,10 +92,10 @@ def events(
         if not use_json:
             show_event(event)
 
-    from ..protocol.requests import handle
+    from .transport import handler
 
     try:
-        data = handle("events.subscribe", payload, progress)
+        data = handler(ctx)("events.subscribe", payload, progress)
     except SwampError as exc:
         print_error(exc, use_json)
         ctx.exit(exc.exit_code)

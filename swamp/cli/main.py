@@ -42,9 +42,16 @@ from .output import print_error, print_json  # noqa: E402
 @click.option(
     "--repo-dir", type=click.Path(file_okay=False), metavar="DIR", help="The repository to work on."
 )
+@click.option(
+    "--connect",
+    metavar="PATH",
+    envvar="SWAMP_CONNECT",
+    help="Send every command to the swamp serve listening on this socket instead of opening the "
+    "store here (also SWAMP_CONNECT); how you answer waits kept by a service account.",
+)
 @click.version_option(version=__version__, prog_name="swamp")
 @click.pass_context
-def cli(ctx: click.Context, as_json: bool, jsonl: bool, repo_dir: str | None) -> None:
+def cli(ctx: click.Context, as_json: bool, jsonl: bool, repo_dir: str | None, connect: str | None) -> None:
     """swamp: a local workflow engine.
 
     \b
@@ -54,13 +61,32 @@ def cli(ctx: click.Context, as_json: bool, jsonl: bool, repo_dir: str | None) ->
       swamp workflow create hello
       swamp workflow run hello
     """
-    ctx.obj = {**(ctx.obj or {}), "json": as_json, "repo_dir": repo_dir}
+    ctx.obj = {**(ctx.obj or {}), "json": as_json, "repo_dir": repo_dir, "connect": connect or None}
+    if connect:
+        _connectable(ctx, jsonl, repo_dir)
     if jsonl:
         from ..protocol.jsonl import serve_stdio
 
         ctx.exit(serve_stdio(repo_dir=repo_dir))
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
+
+
+def _connectable(ctx: click.Context, jsonl: bool, repo_dir: str | None) -> None:
+    """--connect sends requests to a serve; what works on this machine instead is a usage error
+    (ACCESS-083). Requests about local files (repo init, store copy/migrate) are refused by
+    cli/transport.py, per request."""
+    if jsonl:
+        raise click.UsageError("--jsonl answers requests here; with --connect, use the serve's socket itself")
+    if repo_dir:
+        raise click.UsageError(
+            "--repo-dir names a repository on this machine; through --connect requests go to the "
+            "serve's own repository: leave out one of them"
+        )
+    if ctx.invoked_subcommand == "serve":
+        raise click.UsageError(
+            "swamp serve does not go through another serve: leave out --connect (and SWAMP_CONNECT)"
+        )
 
 
 @click.group(

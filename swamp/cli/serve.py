@@ -21,6 +21,14 @@ from .output import print_error
     "$XDG_RUNTIME_DIR (not /tmp).",
 )
 @click.option(
+    "--socket-access",
+    metavar="ACCESS",
+    callback=lambda ctx, param, value: _socket_access(value),
+    help="Let other accounts connect to --socket: group:NAME, the members of group NAME (socket "
+    "mode 0660, its group NAME); any, every account (0666). Default: only serve's own account "
+    "(0600). Other accounts may only read and answer; serve's own account may do everything.",
+)
+@click.option(
     "--max-runs", type=click.IntRange(min=1), metavar="N", help="At most N runs executing at once (N ≥ 1)."
 )
 @click.option(
@@ -63,6 +71,7 @@ def serve(
     grace: float,
     log_file: str | None,
     repo_dir: str | None,
+    socket_access: tuple[int | None, bool] | None,
 ) -> None:
     """Serve JSON-lines requests on stdin/stdout (and --socket) until EOF or SIGTERM.
 
@@ -71,15 +80,27 @@ def serve(
       swamp serve < requests.jsonl
       swamp serve --socket "$XDG_RUNTIME_DIR/swamp.sock" --enforce-deadlines --auto-continue
       SWAMP_STORE_URL=service=swamp swamp serve --auto-continue --enforce-deadlines  # one per host
+      swamp serve --socket /run/swamp/release.sock --socket-access group:release --auto-continue
+
+    With --socket-access, other accounts connect (`swamp --connect PATH ...`) and may read and
+    answer (waits, wait show, watch, history, events, signal, approve, reject) as themselves;
+    anything else they ask is permission_denied. They need to reach the socket too: its folder
+    must let them in (x for the group, say /run/swamp owned by serve's account, mode 0750, group
+    NAME).
 
     Several serves may follow one store (PostgreSQL shared by several hosts, or one repository):
     each run is resumed once and each deadline enforced once, whichever serve gets there.
     """
     from ..protocol.serve import ServeOptions, run_server
 
+    if socket_access is not None and not socket_path:
+        raise click.UsageError("--socket-access says who may connect to --socket; give --socket PATH too")
+    group, anyone = socket_access or (None, False)
     options = ServeOptions(
         repo_dir=_repo_dir(ctx, repo_dir),
         socket_path=socket_path,
+        socket_group=group,
+        socket_any=anyone,
         max_runs=max_runs,
         max_connections=max_connections,
         auto_continue=auto_continue,
@@ -92,3 +113,42 @@ def serve(
     except SwampError as exc:
         print_error(exc, False)
         ctx.exit(exc.exit_code)
+
+
+def _socket_access(value: str | None) -> tuple[int | None, bool] | None:
+    """--socket-access: (the group's ID, False) for group:NAME, (None, True) for any (ACCESS-070,
+    ACCESS-071)."""
+    if value is None:
+        return None
+    import os
+    import socket
+
+    if not hasattr(socket, "SO_PEERCRED"):  # without it, a peer's account cannot be known
+        raise click.BadParameter(
+            "other accounts can connect only where the kernel names each peer (SO_PEERCRED, Linux); "
+            "leave it out here",
+            param_hint="--socket-access",
+        )
+    if value == "any":
+        return None, True
+    name = value[len("group:") :] if value.startswith("group:") else ""
+    if not name:
+        raise click.BadParameter(
+            f"{value!r} is not group:NAME or any (for example group:release)", param_hint="--socket-access"
+        )
+    import grp
+
+    try:
+        gid = grp.getgrnam(name).gr_gid
+    except KeyError:
+        raise click.BadParameter(
+            f"there is no group {name!r} on this host; create it (groupadd {name}) or name another",
+            param_hint="--socket-access",
+        ) from None
+    if os.geteuid() != 0 and gid not in (os.getegid(), *os.getgroups()):
+        raise click.BadParameter(
+            f"serve's account is not a member of group {name!r}, so it cannot give the socket to "
+            f"it; add it (usermod -aG {name} ACCOUNT) and start serve from a new login",
+            param_hint="--socket-access",
+        )
+    return gid, False

@@ -253,14 +253,15 @@ def _prompted(ctx: click.Context, address: dict[str, Any], repo_dir: str | None)
     """Ask for the payload of the wait `address` names; nothing is sent if the person cancels.
     A wait that is not open is not asked about: the signal request then refuses it as usual."""
     from ..domain.errors import EXIT_FAILED, EXIT_SIGINT, SwampError
-    from ..protocol.requests import handle
     from .common import _repo_dir
     from .output import err, print_error
     from .prompt import Declined, ask_payload
+    from .transport import handler
 
     directory = _repo_dir(ctx, repo_dir)
+    ask = handler(ctx)
     try:
-        wait = handle("workflow.wait.show", {**address, **({"repoDir": directory} if directory else {})})
+        wait = ask("workflow.wait.show", {**address, **({"repoDir": directory} if directory else {})})
     except SwampError as exc:
         print_error(exc, False)
         ctx.exit(exc.exit_code)
@@ -399,12 +400,12 @@ def workflow_waits(
 
 def _expired_waits(ctx: click.Context, payload: dict[str, Any], repo_dir: str | None) -> bool:
     """Whether the same listing with --all would show expired waits (to say how to see them)."""
-    from ..protocol.requests import handle
     from .common import _repo_dir
+    from .transport import handler
 
     directory = _repo_dir(ctx, repo_dir)
     request = {**payload, "all": True, **({"repoDir": directory} if directory else {})}
-    return any(w["expired"] for w in handle("workflow.waits", request)["waits"])
+    return any(w["expired"] for w in handler(ctx)("workflow.waits", request)["waits"])
 
 
 def summarize_schema(schema: Any) -> str:

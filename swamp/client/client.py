@@ -206,19 +206,23 @@ class Client:
     def connect(cls, path: PathArg, *, repo_dir: PathArg | None = None) -> Client:
         """Connect to `swamp serve --socket PATH`. Refuses (`socket_not_owned`), before sending
         anything, a connection whose other end runs as another user than you or root, as the kernel
-        says of the connected socket (SERVE-046). `repo_dir` is the default repository of every
-        request (else serve's); raises `OSError` when nothing listens at PATH."""
+        says of the connected socket (SERVE-046), unless that user owns the folder holding PATH (a
+        service account's serve shared with --socket-access, in its own /run/swamp: ACCESS-082).
+        `repo_dir` is the default repository of every request (else serve's); raises `OSError`
+        when nothing listens at PATH."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(os.fspath(path))
             owner = peer_uid(sock)
             if owner is None:  # no way to ask the kernel here: the socket file's owner is all there is
                 owner = os.stat(path).st_uid
-            if owner not in (os.getuid(), 0):  # someone else's socket may be collecting what we send
+            if not trusted_serve(os.fspath(path), owner):  # it may be collecting what we send
                 raise SwampError(
                     "socket_not_owned",
-                    f"{os.fspath(path)} is served by uid {owner}, not by you; connect to your own "
-                    "serve (a socket in a directory only you can write, such as $XDG_RUNTIME_DIR)",
+                    f"{os.fspath(path)} is served by uid {owner}, which is neither you, root, nor the "
+                    "owner of the folder it is in; connect to your own serve (a socket in a directory "
+                    "only you can write, such as $XDG_RUNTIME_DIR) or to a serve in a folder its "
+                    "account owns (such as /run/swamp)",
                     {"path": os.fspath(path), "owner": owner},
                 )
         except BaseException:
@@ -786,6 +790,20 @@ class Subscription:
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def trusted_serve(path: str, owner: int) -> bool:
+    """Whether a serve whose process runs as uid `owner` may be sent requests (SERVE-046,
+    ACCESS-082): yours, root's, or that of the account owning the folder that holds the socket.
+    Anyone may leave a socket in a folder others can write (/tmp); a service account's serve is
+    trusted in a folder it owns."""
+    if owner in (os.getuid(), 0):
+        return True
+    try:
+        folder = os.stat(os.path.dirname(os.path.abspath(path))).st_uid
+    except OSError:
+        return False
+    return folder == owner
 
 
 def peer_uid(sock: socket.socket) -> int | None:

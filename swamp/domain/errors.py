@@ -246,3 +246,10 @@ class StoreCopyMismatch(SwampError):
 
     code = "store_copy_mismatch"
     exit_code = EXIT_FAILED
+
+
+class PermissionDenied(SwampError):
+    """swamp serve: a peer of another account asked for a request that only serve's own account
+    may make (spec/access.md, serve as the gatekeeper)."""
+
+    code = "permission_denied"

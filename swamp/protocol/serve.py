@@ -125,7 +125,7 @@ def run_server(options: ServeOptions) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     if options.socket_path:
-        server.sockets.listen(options.socket_path)
+        server.sockets.listen(options.socket_path, options.socket_group, options.socket_any)
     if server.follower is not None:
         threading.Thread(target=server.follower.follow, name="swamp-serve-follow", daemon=True).start()
     if options.enforce_deadlines:

@@ -24,6 +24,7 @@ from .requests import executes, handle
 from .serve_flights import Flights, InFlight
 from .serve_hosting import Hosting
 from .serve_options import ServeOptions
+from .serve_peers import Peers
 
 SERVE_TYPES = frozenset({"serve.status", "cancel"})
 # Requests whose payload has no repoDir: --repo-dir is not added to them (SERVE-004).
@@ -49,6 +50,7 @@ class Dispatcher:
         self.pool = pool
         self.shutting_down = shutting_down
         self.started = time.monotonic()
+        self.peers = Peers(options.repo_dir)
 
     def submit(
         self,
@@ -62,6 +64,12 @@ class Dispatcher:
         answered: Callable[[], None] = lambda: None,
     ) -> None:
         """Answer a request read on a connection; `answered` is called once it is (its slot)."""
+        # A peer of another account: only what it may ask, checked before the request is handed
+        # anywhere (a helper, a hosted run); a refusal is answered here (ACCESS-074).
+        denied = self.peers.refusal(request_type, payload, actor)
+        if denied is not None:
+            request = None
+            self.hosting.log(f"refused {request_type} from {denied.details['account']} (permission_denied)")
         repo_dir = self.options.repo_dir
         if repo_dir is not None and "repoDir" not in payload and request_type not in NO_REPO_TYPES:
             payload = {**payload, "repoDir": repo_dir}
@@ -87,7 +95,7 @@ class Dispatcher:
                     request_id,
                     request_type,
                     payload,
-                    lambda t, p, emit: self.dispatch(flight, t, p, emit),
+                    lambda t, p, emit: self.dispatch(flight, t, p, emit, denied),
                 )
             finally:
                 finish()
@@ -104,7 +112,11 @@ class Dispatcher:
             return False
         return self.helpers.hand_off(request, flight.write_lines, finish)
 
-    def dispatch(self, flight: InFlight, request_type: str, payload: Any, emit: Any) -> dict[str, Any]:
+    def dispatch(
+        self, flight: InFlight, request_type: str, payload: Any, emit: Any, denied: SwampError | None = None
+    ) -> dict[str, Any]:
+        if denied is not None:
+            raise denied
         if request_type == "serve.status":
             return self.status()
         if request_type == "cancel":

@@ -11,6 +11,10 @@ MAX_CONNECTIONS = 256  # --max-connections' default: a few descriptors and two t
 class ServeOptions:
     repo_dir: str | None = None
     socket_path: str | None = None
+    # Who else may connect to the socket (ACCESS-070): None, serve's own account alone (0600);
+    # a group's ID (its members, 0660); SOCKET_ANY (every account, 0666).
+    socket_group: int | None = None
+    socket_any: bool = False
     max_runs: int | None = None
     max_connections: int = MAX_CONNECTIONS
     auto_continue: bool = False

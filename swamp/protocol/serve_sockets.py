@@ -1,7 +1,7 @@
-"""swamp serve --socket: the local Unix socket (mode 0600; a stale one of ours replaced, anyone
-else's left alone), its accept loop, --max-connections (a connection past it is refused with a
-frame), a thread per client reading its requests, and each client's queued answers flushed before
-serve exits."""
+"""swamp serve --socket: the local Unix socket (mode 0600; with --socket-access 0660 and the
+group's ownership, or 0666; a stale one of ours replaced, anyone else's left alone), its accept
+loop, --max-connections (a connection past it is refused with a frame), a thread per client
+reading its requests, and each client's queued answers flushed before serve exits."""
 
 from __future__ import annotations
 
@@ -47,7 +47,9 @@ class SocketListener:
         self.listener: socket.socket | None = None
         self.path: str | None = None
 
-    def listen(self, path: str) -> None:
+    def listen(self, path: str, group: int | None = None, anyone: bool = False) -> None:
+        """Listen on `path`: for serve's own account alone, or also for `group`'s members, or for
+        `anyone` (--socket-access, ACCESS-070); each peer's account from the kernel all the same."""
         try:
             found = os.lstat(path)
         except FileNotFoundError:
@@ -84,7 +86,19 @@ class SocketListener:
             listener.bind(path)
         finally:
             os.umask(old_mask)
-        os.chmod(path, 0o600)
+        try:
+            if group is not None:  # the group first: the socket is never open to the wrong group
+                os.chown(path, -1, group)
+            os.chmod(path, 0o666 if anyone else 0o660 if group is not None else 0o600)
+        except OSError as exc:
+            listener.close()
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise ServeError(
+                f"Could not give {path} to group {group} (--socket-access): {exc.strerror}; serve's "
+                "account must belong to that group",
+                {"socket": path},
+            ) from None
         listener.listen(64)
         self.listener = listener
         self.path = path
