@@ -376,3 +376,91 @@ def test_another_account_delivers_with_the_token_on_the_granters_behalf(shared_r
         }
     ]
     assert permission["token"] not in history.stdout
+
+
+def test_through_serve_a_peer_delivers_with_a_token_and_nothing_more(shared_repo: Path) -> None:
+    """ACCESS-045, ACCESS-063 through `swamp serve --socket-access any` and `--connect`: serve (this
+    account's) holds the store; a peer the policy names grants; another peer, whom it does not
+    name, delivers with the token and nothing more; serve's log never holds the token."""
+    import time
+
+    root = shared_repo / "repo"
+    assert (
+        subprocess.run(
+            [str(SWAMP), "repo", "init", str(root)], capture_output=True, env=clean_env()
+        ).returncode
+        == 0
+    )
+    root.chmod(0o755)
+    task = {"type": "wait_for_signal", "timeout": 600, "schema": SCHEMA, "answerers": {"accounts": [GRANTER]}}
+    workflow = {
+        "id": "5c5c5c5c-0000-4000-8000-000000000002",
+        "name": "served",
+        "jobs": [job("main", {"name": "verdict", "task": task})],
+    }
+    (root / "workflows" / "workflow-served.yaml").write_text(json.dumps(workflow))
+    started = subprocess.run(
+        [str(SWAMP), "workflow", "run", "served", "--json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+    )
+    wait_id = json.loads(started.stdout)["waits"][0]["waitId"]
+    socket, log = shared_repo / "serve.sock", shared_repo / "serve.log"
+    serve = subprocess.Popen(
+        [str(SWAMP), "serve", "--socket", str(socket), "--socket-access", "any", "--log-file", str(log)],
+        cwd=root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=clean_env(),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not socket.exists():
+            assert serve.poll() is None and time.monotonic() < deadline, "serve did not listen"
+            time.sleep(0.05)
+
+        def through(account: str, *args: str) -> tuple[int, Any, str]:
+            done = as_account(account, shared_repo, "--connect", str(socket), *args, "--json")
+            return done.returncode, json.loads(done.stdout or "null"), done.stdout + done.stderr
+
+        code, granted, _ = through(GRANTER, "workflow", "wait", "grant", wait_id, "--uses", "1")
+        assert code == 0, granted
+        token = granted["permission"]["token"]
+        token_file = shared_repo / "peer-token"
+        token_file.write_text(token + "\n")
+        token_file.chmod(0o644)
+        seen: list[str] = []
+        code, refused, text = through(BEARER, "workflow", "wait", "grant", wait_id)
+        seen.append(text)
+        assert code == 3 and refused["error"]["code"] == "answerer_not_allowed"
+        code, refused, text = through(BEARER, "workflow", "wait", "revoke", granted["permission"]["id"])
+        seen.append(text)
+        assert code == 3 and refused["error"]["code"] == "answerer_not_allowed"
+        code, denied, text = through(BEARER, "workflow", "cancel", "served")
+        seen.append(text)
+        assert code == 3 and denied["error"]["code"] == "permission_denied"
+        send = (
+            "workflow",
+            "signal",
+            wait_id,
+            "--token-file",
+            str(token_file),
+            "--payload",
+            '{"verdict":"ship"}',
+        )
+        code, answer, text = through(BEARER, *send)
+        seen.append(text)
+        assert code == 0, answer
+        assert answer["signal"]["submittedBy"] == BEARER and answer["signal"]["grantedBy"] == GRANTER
+        code, again, text = through(BEARER, *send)
+        seen.append(text)
+        assert code == 3 and again["error"]["details"]["reason"] == "used_up"
+    finally:
+        serve.terminate()
+        serve.communicate(timeout=30)
+    assert [t for t in seen if token in t] == []
+    assert token not in log.read_text()
+    assert [str(p) for p in root.rglob("*") if p.is_file() and token.encode() in p.read_bytes()] == []
