@@ -248,7 +248,7 @@ class StepRun:
             override=override,
         )
         wait.receipt = receipt
-        wait.outcome = "received"
+        wait.settle("received", now)
         self.succeed(now, {"payload": payload, "signal": receipt.as_signal()})
         return receipt
 
@@ -268,7 +268,7 @@ class StepRun:
 
     def time_out_wait(self, now: dt.datetime, allowed: bool) -> None:
         assert self.wait is not None
-        self.wait.outcome = "timed_out"
+        self.wait.settle("timed_out", now)
         self.fail(
             now,
             f"Wait timed out: no signal by {self.wait.deadline}",
@@ -280,7 +280,7 @@ class StepRun:
         """Cancel and reject close every open wait: the step fails and is never left waiting."""
         if self.status in WAITING_STEP:
             if self.wait is not None and self.wait.outcome is None:
-                self.wait.outcome = "rejected" if reason == REJECTED else "cancelled"
+                self.wait.settle("rejected" if reason == REJECTED else "cancelled", now)
             self.fail(now, error, reason=reason)
         elif self.status == "running":
             self.fail(now, "interrupted: " + error, reason="interrupted")
@@ -686,7 +686,7 @@ class WorkflowRun:
             for step in job.steps:
                 if step.status == "running" or step.status in WAITING_STEP:
                     if step.wait is not None and step.wait.outcome is None:
-                        step.wait.outcome = "cancelled"
+                        step.wait.settle("cancelled", now)
                     step.fail(now, f"interrupted: {reason}", reason="interrupted")
             if job.status == "running":
                 finished = all(s.is_terminal for s in job.steps)
@@ -900,7 +900,7 @@ class WorkflowRun:
         if step.status != "waiting" or step.wait.outcome is not None:
             raise step.settled_error(None)
         self.ensure_suspended()
-        step.wait.outcome = "rejected"
+        step.wait.settle("rejected", now)
         step.fail(now, reason or f"Wait rejected by {user}", reason=REJECTED)
         self.settle(now, REJECTED, f"run rejected at wait {wait_id}")
         job.fail(now)
