@@ -220,3 +220,50 @@ def test_two_of_three_racing_approvers_open_a_required_two_gate_once(shared: Sha
     assert gate["approval"]["decision"]["decidedBy"] == opener
     codes = sorted((e["by"], e["code"]) for e in record["audit"])
     assert codes == [("swppr1", "accepted"), ("swppr2", "accepted"), ("swppr3", "answerer_not_allowed")]
+
+
+def test_through_serve_the_policy_judges_the_peer(shared: Shared) -> None:
+    """ACCESS-007, ACCESS-011, ACCESS-021: over `--connect`, serve (root's) judges each peer's own
+    account and groups: a non-member is refused, a member answers, an admin overrides."""
+    import time
+
+    place = Shared(shared.root / "served")
+    place.root.mkdir(mode=0o755)
+    place.root.chmod(0o755)
+    place.repo.mkdir(mode=0o755)
+    assert place.swamp(None, "repo", "init").returncode == 0
+    (place.repo / ".swamp.yaml").write_text("version: 1\nadmins: {accounts: [swppcarol]}\n")
+    place.workflow(
+        "served",
+        "id: 28000000-0000-4000-8000-0000000000a4\nname: served\njobs:\n  - name: main\n    steps:\n"
+        "      - {name: a, task: {type: wait_for_signal, timeout: 600, answerers: {groups: [swppqa]}}}\n"
+        "      - {name: b, task: {type: wait_for_signal, timeout: 600, answerers: {accounts: [swppbob]}}}\n",
+    )
+    waits = {w["stepName"]: w["waitId"] for w in place.json(None, "workflow", "run", "served")["waits"]}
+    socket = place.root / "serve.sock"
+    serve = place.start(None, "serve", "--socket", str(socket), "--socket-access", "any")
+    try:
+        deadline = time.monotonic() + 30
+        while not socket.exists():
+            assert serve.poll() is None and time.monotonic() < deadline, "serve did not listen"
+            time.sleep(0.05)
+
+        def through(account: str, *args: str, code: int = 0) -> Any:
+            return place.json(account, "--connect", str(socket), *args, code=code)
+
+        refused = through("swppbob", "workflow", "signal", waits["a"], "--payload", "1", code=3)
+        assert refused["error"]["code"] == "answerer_not_allowed"
+        assert refused["error"]["details"]["account"] == "swppbob"
+        taken = through("swppalice", "workflow", "signal", waits["a"], "--payload", "1")
+        assert taken["signal"]["submittedBy"] == "swppalice"
+        overridden = through(
+            "swppcarol", "workflow", "signal", waits["b"], "--payload", "2", "--override", "bob is out"
+        )
+        assert overridden["signal"] == {
+            **overridden["signal"],
+            "submittedBy": "swppcarol",
+            "override": "bob is out",
+        }
+    finally:
+        serve.terminate()
+        serve.communicate_result()

@@ -164,6 +164,20 @@ def test_a_run_streams_events_suspends_and_a_signal_with_resume_finishes_it(repo
     assert watched["watch"] == {"outcome": "finished"}
 
 
+def test_grant_signal_with_its_token_and_revoke(repo, client):
+    wait_id = client.run(waiter(repo, "cl-grant"))["waits"][0]["waitId"]
+    granted = valid("workflow.wait.grant", client.grant(wait_id, expires="1h", uses=1, note="ci"))
+    unused = valid("workflow.wait.grant", client.grant(wait_id))["permission"]
+    revoked = valid("workflow.wait.revoke", client.revoke(unused["id"]))["permission"]
+    assert revoked["state"] == "revoked" and revoked["waitId"] == wait_id
+    with pytest.raises(SwampError) as refused:
+        client.signal(wait_id, {"verdict": "ship"}, token=unused["token"])
+    assert refused.value.details["reason"] == "revoked" and unused["token"] not in str(refused.value)
+    token = granted["permission"]["token"]
+    answer = valid("workflow.signal", client.signal(wait_id, {"verdict": "ship"}, token=token))
+    assert answer["signal"]["permissionId"] == granted["permission"]["id"]
+
+
 def test_a_null_payload_is_sent_as_null_and_refused_by_the_schema(repo, client):
     run = client.run(waiter(repo, "cl-null"))
     with pytest.raises(SwampError) as refused:

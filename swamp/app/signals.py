@@ -81,6 +81,7 @@ def signal(
     resume: bool = False,
     emit: Callable[[dict[str, Any]], None] | None = None,
     override: str | None = None,
+    token: str | None = None,
 ) -> dict[str, Any]:
     """Every check, payload and schema included, is made first on the record read without the
     claim (WAIT-016): a slow or hostile payload never holds the claim. Then, under the claim, the
@@ -88,14 +89,37 @@ def signal(
     is checked again with the payload already read and checked. With `resume`, the run is then
     continued under that same claim when nothing else is open (continuation.py). The wait's
     answerer policy is the first check of all (ACCESS-008): it was captured when the wait opened
-    and never changes, so it is not checked again under the claim."""
+    and never changes, so it is not checked again under the claim.
+
+    A `token` (a signal permission, permissions.py) is the admission instead of the policy: it is
+    checked first, before the wait's own checks, and again under the claim, where its use is
+    counted in the same save as the receipt (ACCESS-045..047). A signal with a token is never held
+    (ACCESS-052)."""
     from .answerers import check_override
 
     check_override(override)
+    if token is not None and override is not None:
+        from ..domain.errors import InvalidRequest
+
+        raise InvalidRequest(
+            "a signal delivered with a signal permission's token needs no --override; give one of them",
+            {"field": "override"},
+        )
     user, on_behalf_of = app.user, app.on_behalf_of
     found = _read_unclaimed(app, wait_id)
     now = app.clock.now()
-    reserved = found.find_reserved(wait_id) or _open_while_executing(app, found, wait_id)
+    if token is not None:
+        from .permissions import admit_token
+
+        try:
+            admit_token(app, found, wait_id, token, now)
+        except SwampError as exc:
+            if not check_only:
+                app.runs.append_audit(found, _refused(now, user, on_behalf_of, wait_id, exc))
+            raise
+    reserved = found.find_reserved(wait_id) or (
+        _open_while_executing(app, found, wait_id) if token is None else None
+    )
     if reserved is not None:  # its step has not opened the wait, or its run is busy: held (hold.py)
         from .continuation import continue_if_nothing_open
         from .hold import hold
@@ -126,7 +150,9 @@ def signal(
     try:
         from .answerers import admit_wait
 
-        admission = admit_wait(app, found, *found.find_wait(wait_id), wait_id, override)
+        admission = None  # with a token, the token is the admission (checked above, ACCESS-045)
+        if token is None:
+            admission = admit_wait(app, found, *found.find_wait(wait_id), wait_id, override)
         job, step, payload, _ = found.signal(
             now, wait_id, read_payload, user, app.validation.problems, record=False
         )
@@ -134,6 +160,8 @@ def signal(
         if not check_only:
             app.runs.append_audit(found, signal_audit(now, user, on_behalf_of, wait_id, exc.code))
         raise
+    if check_only and token is not None:  # checked, never used (ACCESS-053)
+        return _checked_with(app, found, wait_id, job, step, token, now)
     if check_only:
         return check_only_result(found, wait_id, job, step)
     checked_schema = step.wait.schema if step.wait is not None else None
@@ -152,7 +180,12 @@ def signal(
 
             settle_claimed(app, run)
         now = app.clock.now()
+        permission = None
         try:
+            if token is not None:
+                from .permissions import admit_token
+
+                permission = admit_token(app, run, wait_id, token, now)
             job, step, payload, receipt = run.signal(
                 now,
                 wait_id,
@@ -160,14 +193,19 @@ def signal(
                 user,
                 checked_already,
                 on_behalf_of=on_behalf_of,
-                override=admission.override,
+                override=admission.override if admission is not None else None,
             )
         except SwampError as exc:
-            app.runs.append_audit(run, signal_audit(now, user, on_behalf_of, wait_id, exc.code))
+            app.runs.append_audit(run, _refused(now, user, on_behalf_of, wait_id, exc))
             raise
         signal_id = receipt.id if receipt else None
         # The receipt and the audit entry: one transaction where the store has them (PostgreSQL).
         entry = signal_audit(now, user, on_behalf_of, wait_id, "accepted", signal_id, admission=admission)
+        if permission is not None and receipt is not None:
+            from .permissions import deliver, delivered_fields
+
+            deliver(permission, step, receipt.id)  # its use, saved with the receipt (ACCESS-047)
+            entry.update(delivered_fields(permission))
         app.runs.save_with_audit(run, entry, settled_only=True)
         if resume:
             from .continuation import add_outcome, continue_if_nothing_open
@@ -178,6 +216,28 @@ def signal(
     if resume:
         add_outcome(app, doc, run, outcome)
     return doc
+
+
+def _checked_with(
+    app: App, run: WorkflowRun, wait_id: str, job: JobRun, step: StepRun, token: str, now: dt.datetime
+) -> dict[str, Any]:
+    """`signal --check` with a token: valid, and the permission it is (nothing used)."""
+    from .permissions import admit_token
+
+    permission = admit_token(app, run, wait_id, token, now)
+    return {**check_only_result(run, wait_id, job, step), "permissionId": permission.id}
+
+
+def _refused(
+    now: dt.datetime, user: str, on_behalf_of: str | None, wait_id: str, exc: SwampError
+) -> dict[str, Any]:
+    """The audit entry of a refused signal; a token's refusal keeps its reason, never the token."""
+    entry = signal_audit(now, user, on_behalf_of, wait_id, exc.code)
+    if exc.code == "permission_invalid":
+        from .permissions import refusal_fields
+
+        entry.update(refusal_fields(exc))
+    return entry
 
 
 def _accepted(
@@ -287,6 +347,10 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
         for entry in app.runs.read_audit(run)
         if entry.get("action") == "hook" and entry.get("waitId") == wait_id
     ]
+    if wait.permissions:
+        from .permissions import shown_permissions
+
+        doc["permissions"] = shown_permissions(wait.permissions, now)
     if wait.receipt is not None:
         doc["receipt"] = wait.receipt.as_signal()
         doc["payload"] = (step.outputs or {}).get("payload") if isinstance(step.outputs, dict) else None

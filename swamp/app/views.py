@@ -14,6 +14,10 @@ from .context import App
 def run_document(app: App, run: WorkflowRun) -> dict[str, Any]:
     doc = run.to_dict()
     doc.pop("definition", None)
+    if any(s.wait is not None and s.wait.permissions for _, s in run.steps()):
+        from .permissions import strip_hashes  # a token's hash stays in the record (ACCESS-062)
+
+        strip_hashes(doc)
     doc["path"] = app.runs.location(run)
     if run.status == "suspended":
         doc.update(suspension(app, run))

@@ -192,6 +192,8 @@ COMMAND_REQUESTS = {
     "workflow signal": "workflow.signal",
     "workflow waits": "workflow.waits",
     "workflow wait show": "workflow.wait.show",
+    "workflow wait grant": "workflow.wait.grant",
+    "workflow wait revoke": "workflow.wait.revoke",
     "workflow watch": "workflow.watch",
     "events": "events.subscribe",
     "model create": "model.create",
@@ -238,13 +240,19 @@ def _request_words(argv: list[str], command: list[str]) -> list[str]:
     for word in command:  # the command's words, in order, after any options given before them
         at = argv.index(word, at) + 1 if word in argv[at:] else at
     rest, words = argv[at:], []
-    skip = False
+    skip = secret = False
     for arg in rest:
         if skip:
             skip = False
+        elif secret:  # a signal permission's token is never shown (ACCESS-063)
+            secret = False
+            words.append("TOKEN")
         elif arg == "--repo-dir":
             skip = True
+        elif arg.startswith("--token="):
+            words.append("--token=TOKEN")
         elif arg not in ("--jsonl", "--json") and not arg.startswith("--repo-dir="):
+            secret = arg == "--token"
             words.append(arg)
     return words
 

@@ -325,6 +325,9 @@ def run_tree(doc: dict[str, Any]) -> None:
     out(f"Workflow: {style(doc['workflowName'], bold=True)} (run {doc['id']})")
     if inputs:
         out(f"  inputs: {inputs}")
+    starter = doc.get("startedBy") or doc.get("initiatedBy")
+    if starter and "audit" in doc:  # history get: who started it, as `starter: false` judges it
+        out(f"  started by: {who(starter, doc)}")
     for job in doc.get("jobs", []):
         out(f"  {ICONS.get(job['status'], '?')} {job['name']} {duration(job.get('durationMs'))}".rstrip())
         for step in job.get("steps", []):
@@ -345,7 +348,8 @@ def run_tree(doc: dict[str, Any]) -> None:
         target = entry.get("waitId") or f"step {entry.get('step')}"  # a gate's approve/reject
         what = f"{entry.get('action')} {target}"
         override = f" (override: {entry['override']})" if entry.get("override") else ""  # ACCESS-021
-        out(f"  {entry.get('at')} {what} by {by}: {entry.get('code')}{signal}{override}")
+        permission = permission_note(entry)
+        out(f"  {entry.get('at')} {what} by {by}: {entry.get('code')}{signal}{override}{permission}")
     interrupted = " (interrupted: its process stopped)" if doc.get("interrupted") else ""
     out(f"Result: {status_text(doc['status'])}{interrupted} {took}".rstrip())
     if doc.get("interruption"):
@@ -354,6 +358,19 @@ def run_tree(doc: dict[str, Any]) -> None:
     hint = resume_hint(doc)
     if hint:
         out(f"Resume with: {hint}")
+
+
+def permission_note(entry: dict[str, Any]) -> str:
+    """What an audit line says of a signal permission (ACCESS-046, ACCESS-051): the one granted,
+    revoked or delivered with (and its granter), or why a token was refused."""
+    parts = []
+    if entry.get("reason"):
+        parts.append(str(entry["reason"]))
+    if entry.get("permissionId"):
+        parts.append(f"permission {entry['permissionId']}")
+    if entry.get("grantedBy"):
+        parts.append(f"granted by {entry['grantedBy']}")
+    return f" [{', '.join(parts)}]" if parts else ""
 
 
 HOOK_STDERR_LINES = 3  # of a hook's recorded stderr, shown under its audit line

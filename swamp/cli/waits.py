@@ -72,6 +72,16 @@ def wait_address(
     metavar="REASON",
     help="As an admin (.swamp.yaml admins), answer past the wait's answerer policy; the reason is recorded.",
 )
+@click.option(
+    "--token",
+    metavar="TOKEN",
+    help="Deliver with a signal permission's token (from `wait grant`); prefer --token-file.",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    help="Read the signal permission's token from FILE (kept out of the process list).",
+)
 @wait_address_options
 @claim_option
 @output_options
@@ -84,6 +94,8 @@ def workflow_signal(
     check: bool,
     resume: bool,
     override: str | None,
+    token: str | None,
+    token_file: str | None,
     run_id: str | None,
     step: str | None,
     job: str | None,
@@ -104,6 +116,10 @@ def workflow_signal(
     At a terminal, without --payload or --payload-file, it asks for the message from the wait's
     schema, shows it, and sends it only once you confirm.
 
+    With --token-file (or --token) the signal is delivered with a signal permission (swamp
+    workflow wait grant), on behalf of whoever granted it: for a job that may answer this one
+    wait and nothing more.
+
     \b
     Examples:
       swamp workflow signal wait_3bq... --payload '{"verdict":"ship"}'
@@ -113,8 +129,10 @@ def workflow_signal(
       swamp workflow signal wait_3bq... --payload-file verdict.json --check
       swamp workflow signal wait_3bq...     # at a terminal: asks, then confirms
       swamp workflow signal wait_3bq... --payload '{"verdict":"ship"}' --override 'QA lead is away'
+      swamp workflow signal wait_3bq... --token-file token.txt --payload '{"verdict":"ship"}'
     """
     address = wait_address(wait_id, run_id, step, job)
+    token = _token(token, token_file)
     if check and resume:
         raise click.UsageError("--check records nothing, so it cannot --resume the run; give one of them")
     raw: bytes
@@ -180,6 +198,7 @@ def workflow_signal(
             "check": True if check else None,
             "resume": True if resume else None,
             "override": override,
+            "token": token,
         }
     )
     call_answer(
@@ -191,6 +210,37 @@ def workflow_signal(
         repo_dir=repo_dir,
         render=render,
     )
+
+
+MAX_TOKEN_FILE = 4096
+
+
+def _token(token: str | None, token_file: str | None) -> str | None:
+    """The token --token gives or --token-file holds (its surrounding white space dropped). Neither
+    its text nor the file's is ever shown back (ACCESS-063)."""
+    if token is not None and token_file is not None:
+        raise click.UsageError("give the token with --token or --token-file, not both")
+    if token_file is None:
+        return token
+    try:
+        with open(token_file, "rb") as handle:
+            raw = handle.read(MAX_TOKEN_FILE + 1)
+    except OSError as exc:
+        if token_file.startswith("swp_"):  # the token itself, given as a file name: not shown
+            raise click.UsageError(
+                "--token-file takes a FILE holding the token, not the token itself (which is not shown)"
+            ) from None
+        raise click.UsageError(f"--token-file {token_file}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        text = ""
+    if not text or len(raw) > MAX_TOKEN_FILE:
+        raise click.UsageError(
+            f"--token-file {token_file} holds no token (one line: swp_ followed by 32 letters a-z and "
+            "digits 2-7, as `swamp workflow wait grant` printed it)"
+        )
+    return text
 
 
 def _at_terminal(ctx: click.Context, as_json: bool) -> bool:
@@ -376,11 +426,13 @@ def summarize_schema(schema: Any) -> str:
 
 @click.group("wait", cls=Group)
 def workflow_wait() -> None:
-    """Inspect one signal wait.
+    """Inspect one signal wait; grant and revoke signal permissions for it.
 
     \b
-    Example:
+    Examples:
       swamp workflow wait show WAIT_ID
+      swamp workflow wait grant WAIT_ID --expires 2h --uses 1
+      swamp workflow wait revoke PERMISSION_ID
     """
 
 
@@ -443,6 +495,10 @@ def workflow_wait_show(
             sender = who(receipt["submittedBy"], receipt)
             out(f"  received {receipt['id']} at {receipt['receivedAt']} from {sender}")
             out("  payload: " + shown(json.dumps(exactly.get("payload"), ensure_ascii=False)))
+        if data.get("permissions"):
+            out("  permissions:")
+            for line in permission_lines(data["permissions"]):
+                out("    " + line)
         if data.get("hooks"):
             from .render import hook_lines
 
@@ -454,3 +510,146 @@ def workflow_wait_show(
 
     address = wait_address(wait_id, run_id, step, job)
     call(ctx, "workflow.wait.show", address, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+def permission_lines(permissions: list[dict[str, Any]]) -> list[str]:
+    """One line a permission: its ID, state, granter, expiry and uses left (never a token)."""
+    lines = []
+    for p in permissions:
+        parts = [p["id"], p["state"], f"granted by {p['grantedBy']} at {p['grantedAt']}"]
+        if p.get("expiresAt"):
+            parts.append(f"expires {p['expiresAt']}")
+        if p.get("uses") is not None:
+            parts.append(f"{p.get('usesLeft', 0)} of {p['uses']} use(s) left")
+        if p.get("revokedAt"):
+            parts.append(f"revoked by {p.get('revokedBy', '?')} at {p['revokedAt']}")
+        if p.get("usedBy"):
+            parts.append(f"delivered {p['usedBy']}")
+        if p.get("note"):
+            parts.append(f"note: {p['note']}")
+        lines.append(", ".join(parts))
+    return lines
+
+
+def override_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--override",
+        metavar="REASON",
+        help="An admin acting past the wait's answerer policy: why (recorded in the audit trail).",
+    )(func)
+
+
+@workflow_wait.command("grant")
+@click.argument("wait_id", metavar="[WAIT_ID]", required=False, shell_complete=wait_ids)
+@click.option(
+    "--expires",
+    metavar="DURATION",
+    help="The permission ends after DURATION (90s, 30m, 2h, 1d); by default when the wait settles.",
+)
+@click.option("--uses", type=click.IntRange(min=1), metavar="N", help="It delivers at most N signals.")
+@click.option("--note", metavar="TEXT", help="Why it was granted (shown with it in wait show).")
+@override_option
+@wait_address_options
+@claim_option
+@output_options
+@click.pass_context
+def workflow_wait_grant(
+    ctx: click.Context,
+    wait_id: str | None,
+    expires: str | None,
+    uses: int | None,
+    note: str | None,
+    override: str | None,
+    run_id: str | None,
+    step: str | None,
+    job: str | None,
+    claim_timeout: float | None,
+    as_json: bool,
+    repo_dir: str | None,
+) -> None:
+    """Grant a signal permission: a token that delivers to the open wait WAIT_ID and nothing more.
+
+    The token is printed once, here; swamp keeps only its SHA-256. Whoever holds it may send
+    `swamp workflow signal WAIT_ID --token-file FILE` on your behalf (the receipt names you and
+    the permission). Only someone who may answer the wait (or an admin, with --override) may
+    grant; the permission ends when the wait settles, when it expires, when its uses are spent,
+    or with `swamp workflow wait revoke PERMISSION_ID`.
+
+    \b
+    Examples:
+      swamp workflow wait grant wait_3bq... --expires 2h --uses 1 --note "scanner in CI"
+      swamp workflow wait grant wait_3bqx --json | jq -r .permission.token > token.txt
+    """
+    within: float | None = None
+    if expires is not None:
+        from ..domain.errors import InvalidRequest
+        from ..protocol.requests import parse_duration
+
+        try:
+            within = parse_duration(expires)
+        except InvalidRequest as exc:
+            raise click.BadParameter(exc.message, param_hint="--expires") from None
+        from ..domain.permissions import MAX_EXPIRES
+
+        if not 0 < within <= MAX_EXPIRES:
+            raise click.BadParameter(
+                "give a duration longer than 0 and at most ten years, such as 30m", param_hint="--expires"
+            )
+
+    def render(data: dict[str, Any]) -> None:
+        p = data["permission"]
+        limits = [f"expires {p['expiresAt']}" if p.get("expiresAt") else "until the wait settles"]
+        if p.get("uses") is not None:
+            limits.append(f"{p['uses']} use(s)")
+        out(f"{style('Permission granted', 'green')}: {p['id']} for wait {p['waitId']} ({', '.join(limits)})")
+        out(f"  token: {p['token']}")
+        out("  It is shown only now (swamp keeps its hash); give it to the sender, who delivers with:")
+        for command in data.get("next", []):
+            out(f"  {command}")
+
+    payload = _drop_none(
+        {
+            **wait_address(wait_id, run_id, step, job),
+            "expires": within,
+            "uses": uses,
+            "note": note,
+            "override": override,
+            "claimTimeout": claim_timeout,
+        }
+    )
+    call(ctx, "workflow.wait.grant", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+@workflow_wait.command("revoke")
+@click.argument("permission_id", metavar="PERMISSION_ID")
+@override_option
+@claim_option
+@output_options
+@click.pass_context
+def workflow_wait_revoke(
+    ctx: click.Context,
+    permission_id: str,
+    override: str | None,
+    claim_timeout: float | None,
+    as_json: bool,
+    repo_dir: str | None,
+) -> None:
+    """Revoke signal permission PERMISSION_ID: its token delivers nothing from now on.
+
+    Its granter may revoke it, and so may anyone who may answer its wait (an admin with
+    --override). `swamp workflow wait show WAIT_ID` lists a wait's permissions.
+
+    \b
+    Example:
+      swamp workflow wait revoke perm_7kq...
+    """
+
+    def render(data: dict[str, Any]) -> None:
+        p = data["permission"]
+        out(
+            f"{style('Permission revoked', 'green')}: {p['id']} for wait {p['waitId']} "
+            f"(granted by {p['grantedBy']}); its token delivers nothing now"
+        )
+
+    payload = _drop_none({"permissionId": permission_id, "override": override, "claimTimeout": claim_timeout})
+    call(ctx, "workflow.wait.revoke", payload, as_json=as_json, repo_dir=repo_dir, render=render)

@@ -42,6 +42,7 @@ _WIRE_NAMES = {
     "claim_timeout": "claimTimeout",
     "expiring_within": "expiringWithin",
     "from_": "from",
+    "permission_id": "permissionId",
 }
 
 STDERR_LINES_KEPT = 200
@@ -82,6 +83,8 @@ class Client:
         "workflow.signal": "signal",
         "workflow.waits": "waits",
         "workflow.wait.show": "wait_show",
+        "workflow.wait.grant": "grant",
+        "workflow.wait.revoke": "revoke",
         "model.list": "models",
         "model.get": "get_model",
         "model.create": "create_model",
@@ -462,6 +465,7 @@ class Client:
         job: str | None = None,
         check: bool | None = None,
         resume: bool | None = None,
+        token: str | None = None,
         override: str | None = None,
         claim_timeout: float | None = None,
         repo_dir: PathArg | None = None,
@@ -469,10 +473,12 @@ class Client:
     ) -> r.SignalResult:
         """`workflow.signal`: answer a wait with `payload` (any JSON value, `None` is null) or
         `payload_text`; `resume=True` continues the run in the same request (`["run"]`);
-        `override` (an admin's reason) answers past the wait's answerer policy.
+        `override` (an admin's reason) answers past the wait's answerer policy; `token` delivers
+        with a signal permission (see `grant`).
 
         >>> client.signal("wait_3bqx", {"verdict": "ship"}, resume=True)["continued"]
         >>> client.signal(run=run_id, step="review", payload={"verdict": "fix"})
+        >>> client.signal(wait_id, {"verdict": "ship"}, token=token)["signal"]["permissionId"]
         """
         return cast(
             r.SignalResult,
@@ -487,6 +493,65 @@ class Client:
                 job=job,
                 check=check,
                 resume=resume,
+                token=token,
+                override=override,
+                claim_timeout=claim_timeout,
+                repo_dir=repo_dir,
+            ),
+        )
+
+    def grant(
+        self,
+        wait_id: str | None = None,
+        *,
+        run: str | None = None,
+        step: str | None = None,
+        job: str | None = None,
+        expires: str | float | None = None,
+        uses: int | None = None,
+        note: str | None = None,
+        override: str | None = None,
+        claim_timeout: float | None = None,
+        repo_dir: PathArg | None = None,
+    ) -> r.PermissionGranted:
+        """`workflow.wait.grant`: a signal permission for one open wait; its token (in
+        `["permission"]["token"]`) is shown this once. `expires` is seconds or a duration ("2h").
+
+        >>> token = client.grant(wait_id, expires="2h", uses=1)["permission"]["token"]
+        """
+        return cast(
+            r.PermissionGranted,
+            self._ask(
+                "workflow.wait.grant",
+                None,
+                wait_id=wait_id,
+                run=run,
+                step=step,
+                job=job,
+                expires=expires,
+                uses=uses,
+                note=note,
+                override=override,
+                claim_timeout=claim_timeout,
+                repo_dir=repo_dir,
+            ),
+        )
+
+    def revoke(
+        self,
+        permission_id: str,
+        *,
+        override: str | None = None,
+        claim_timeout: float | None = None,
+        repo_dir: PathArg | None = None,
+    ) -> r.PermissionRevoked:
+        """`workflow.wait.revoke`: the permission delivers nothing from now on."""
+        return cast(
+            r.PermissionRevoked,
+            self._ask(
+                "workflow.wait.revoke",
+                None,
+                permission_id=permission_id,
                 override=override,
                 claim_timeout=claim_timeout,
                 repo_dir=repo_dir,

@@ -35,6 +35,7 @@ class RunDocument(TypedDict):
     resumeInputs: NotRequired[dict[str, Any]]
     tags: NotRequired[dict[str, Any]]
     initiatedBy: NotRequired[str]
+    startedBy: NotRequired[str]
     onBehalfOf: NotRequired[str]
     failedStep: NotRequired[str | None]
     failureReason: NotRequired[str | None]
@@ -124,6 +125,24 @@ class Waits(TypedDict):
     waits: list[WaitEntry]
 
 
+class PermissionShown(TypedDict):
+    """A signal permission as `wait show` and `revoke` show it (ACCESS-062): never its token."""
+
+    id: str
+    state: Literal["live", "expired", "revoked", "used_up", "ended"]
+    grantedBy: str
+    grantedAt: str
+    expiresAt: NotRequired[str]
+    uses: NotRequired[int]
+    usesLeft: NotRequired[int]
+    note: NotRequired[str]
+    onBehalfOf: NotRequired[str]
+    revokedAt: NotRequired[str]
+    revokedBy: NotRequired[str]
+    endedAt: NotRequired[str]
+    usedBy: NotRequired[str]
+
+
 class WaitShow(TypedDict):
     """`workflow.wait.show`: one wait, open or settled (with its receipt once answered, and what its
     hooks did), or a reserved one its step has not opened (`status` `reserved` or `closed`, with the
@@ -153,6 +172,7 @@ class WaitShow(TypedDict):
     heldAt: NotRequired[str]
     heldRefused: NotRequired[dict[str, Any]]
     answerers: NotRequired[dict[str, Any]]
+    permissions: NotRequired[list[PermissionShown]]
 
 
 class SignalResult(TypedDict):
@@ -175,6 +195,39 @@ class SignalResult(TypedDict):
     continued: NotRequired[bool]
     run: NotRequired[RunDocument]
     stillOpen: NotRequired[list[dict[str, Any]]]
+    permissionId: NotRequired[str]
+
+
+class GrantedPermission(TypedDict):
+    """The permission a grant made, with its token: the only time swamp shows it (ACCESS-043)."""
+
+    id: str
+    token: str
+    waitId: str
+    runId: str
+    grantedBy: str
+    grantedAt: str
+    expiresAt: str | None
+    uses: int | None
+    note: NotRequired[str]
+
+
+class PermissionGranted(TypedDict):
+    """`workflow.wait.grant`."""
+
+    permission: GrantedPermission
+    next: list[str]
+
+
+class RevokedPermission(PermissionShown):
+    waitId: str
+    runId: str
+
+
+class PermissionRevoked(TypedDict):
+    """`workflow.wait.revoke`."""
+
+    permission: RevokedPermission
 
 
 class ApproveResult(TypedDict):
@@ -415,6 +468,8 @@ RESULT_TYPES: dict[str, type] = {
     "workflow.signal": SignalResult,
     "workflow.waits": Waits,
     "workflow.wait.show": WaitShow,
+    "workflow.wait.grant": PermissionGranted,
+    "workflow.wait.revoke": PermissionRevoked,
     "model.list": ModelList,
     "model.get": ModelDetail,
     "model.create": ModelDefinition,

@@ -248,7 +248,7 @@ class StepRun:
             override=override,
         )
         wait.receipt = receipt
-        wait.outcome = "received"
+        wait.settle("received", now)
         self.succeed(now, {"payload": payload, "signal": receipt.as_signal()})
         return receipt
 
@@ -268,7 +268,7 @@ class StepRun:
 
     def time_out_wait(self, now: dt.datetime, allowed: bool) -> None:
         assert self.wait is not None
-        self.wait.outcome = "timed_out"
+        self.wait.settle("timed_out", now)
         self.fail(
             now,
             f"Wait timed out: no signal by {self.wait.deadline}",
@@ -280,7 +280,7 @@ class StepRun:
         """Cancel and reject close every open wait: the step fails and is never left waiting."""
         if self.status in WAITING_STEP:
             if self.wait is not None and self.wait.outcome is None:
-                self.wait.outcome = "rejected" if reason == REJECTED else "cancelled"
+                self.wait.settle("rejected" if reason == REJECTED else "cancelled", now)
             self.fail(now, error, reason=reason)
         elif self.status == "running":
             self.fail(now, "interrupted: " + error, reason="interrupted")
@@ -420,6 +420,8 @@ class WorkflowRun:
     resumeInputs: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
     initiatedBy: str | None = None
+    # The starter a policy's `starter: false` refuses (ACCESS-010); set once, when the run is made.
+    startedBy: str | None = None
     onBehalfOf: str | None = None  # SWAMP_ACTOR of whoever started the run, beside initiatedBy
     failedStep: str | None = None
     failureReason: str | None = None
@@ -447,6 +449,7 @@ class WorkflowRun:
         "resumeInputs": list_of(STR),
         "tags": map_of(STR),
         "initiatedBy": optional(STR),
+        "startedBy": optional(STR),
         "onBehalfOf": optional(STR),
         "failedStep": optional(STR),
         "failureReason": optional(STR),
@@ -460,9 +463,10 @@ class WorkflowRun:
 
     @property
     def started_by(self) -> str | None:
-        """The account that started the run (RUN-008's initiatedBy; resume never changes it): the
-        starter a policy's `starter: false` refuses (ACCESS-010)."""
-        return self.initiatedBy
+        """The account that started the run (`startedBy`, RUN-008; resume never changes it): the
+        starter a policy's `starter: false` refuses (ACCESS-010). A record written before
+        `startedBy` existed says it as `initiatedBy`."""
+        return self.startedBy if self.startedBy is not None else self.initiatedBy
 
     # -- construction and reading -----------------------------------------------------------
 
@@ -490,6 +494,7 @@ class WorkflowRun:
             inputs=inputs,
             tags=tags,
             initiatedBy=initiated_by,
+            startedBy=initiated_by,
             onBehalfOf=on_behalf_of,
             jobs=[JobRun(name=j, steps=[StepRun(name=s) for s in steps]) for j, steps in jobs],
         )
@@ -681,7 +686,7 @@ class WorkflowRun:
             for step in job.steps:
                 if step.status == "running" or step.status in WAITING_STEP:
                     if step.wait is not None and step.wait.outcome is None:
-                        step.wait.outcome = "cancelled"
+                        step.wait.settle("cancelled", now)
                     step.fail(now, f"interrupted: {reason}", reason="interrupted")
             if job.status == "running":
                 finished = all(s.is_terminal for s in job.steps)
@@ -895,7 +900,7 @@ class WorkflowRun:
         if step.status != "waiting" or step.wait.outcome is not None:
             raise step.settled_error(None)
         self.ensure_suspended()
-        step.wait.outcome = "rejected"
+        step.wait.settle("rejected", now)
         step.fail(now, reason or f"Wait rejected by {user}", reason=REJECTED)
         self.settle(now, REJECTED, f"run rejected at wait {wait_id}")
         job.fail(now)

@@ -16,11 +16,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from os import urandom  # what secrets.token_bytes returns, without secrets' random and hmac
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from .access import read_captured
 from .errors import SwampError
-from .records import ANY, NUMBER, STR, Reader, nested, one_of, optional
+from .records import ANY, NUMBER, STR, Reader, list_of, nested, one_of, optional
+
+if TYPE_CHECKING:
+    from .permissions import Permission
 
 WAIT_ID = re.compile(r"^wait_[a-z2-7]{26}$")
 # A wait may also be named by a unique prefix of its ID: `wait_` and at least MIN_WAIT_PREFIX of its
@@ -84,13 +87,21 @@ def new_signal_id() -> str:
     return _random_id("sig_")
 
 
+def _given(text: Any) -> tuple[str, str | None]:
+    """How a malformed wait ID is shown back, and kept in the details: never a signal permission's
+    token given in its place (ACCESS-063)."""
+    if isinstance(text, str) and text.startswith("swp_"):
+        return "What was given (a signal permission's token, not shown; pass it with --token-file)", None
+    return repr(text)[:80], text if isinstance(text, str) else None
+
+
 def check_wait_id(text: str) -> str:
     if not isinstance(text, str) or not WAIT_ID.fullmatch(text):
-        shown = repr(text)[:80]
+        shown, kept = _given(text)
         raise WaitNotFound(
             f"{shown} is not a wait ID (they look like wait_ followed by 26 letters a-z and digits 2-7); "
             "list open waits with: swamp workflow waits",
-            {"waitId": text if isinstance(text, str) else None, "reason": "malformed"},
+            {"waitId": kept, "reason": "malformed"},
         )
     return text
 
@@ -102,11 +113,11 @@ def check_wait_ref(text: str) -> bool:
         return True
     if isinstance(text, str) and WAIT_PREFIX.fullmatch(text):
         return False
-    shown = repr(text)[:80]
+    shown, kept = _given(text)
     raise WaitNotFound(
         f"{shown} is not a wait ID (wait_ followed by 26 letters a-z and digits 2-7) nor a prefix of one "
         f"(wait_ and at least {MIN_WAIT_PREFIX} of them); list open waits with: swamp workflow waits",
-        {"waitId": text if isinstance(text, str) else None, "reason": "malformed"},
+        {"waitId": kept, "reason": "malformed"},
     )
 
 
@@ -129,6 +140,8 @@ class SignalReceipt:
     onBehalfOf: str | None = None  # SWAMP_ACTOR of the sender: a claim, beside its account
     heldAt: str | None = None  # an early signal: when it was held, before its step opened (held.py)
     override: str | None = None  # an admin answered past the wait's policy, for this reason (ACCESS-021)
+    permissionId: str | None = None  # delivered with a signal permission (ACCESS-046) ...
+    grantedBy: str | None = None  # ... granted by this account
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "id": STR,
@@ -139,6 +152,8 @@ class SignalReceipt:
         "onBehalfOf": optional(STR),
         "heldAt": optional(STR),
         "override": optional(STR),
+        "permissionId": optional(STR),
+        "grantedBy": optional(STR),
     }
 
     def as_signal(self) -> dict[str, Any]:
@@ -152,6 +167,9 @@ class SignalReceipt:
             signal["onBehalfOf"] = self.onBehalfOf
         if self.override is not None:
             signal["override"] = self.override
+        if self.permissionId is not None:
+            signal["permissionId"] = self.permissionId
+            signal["grantedBy"] = self.grantedBy or ""
         return signal
 
 
@@ -169,6 +187,7 @@ class SignalWait:
     # Who may answer, captured from the step's `answerers:` when the wait opened (ACCESS-001), as
     # domain/access.py Policy.to_dict(); None: anyone may.
     answerers: dict[str, Any] | None = None
+    permissions: list[Permission] | None = None  # signal permissions granted on it (ACCESS-040..)
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "kind": one_of(WAIT_KINDS, "wait kind"),
@@ -181,6 +200,7 @@ class SignalWait:
         "receipt": optional(nested(SignalReceipt)),
         "outcome": optional(one_of(OUTCOMES, "wait outcome")),
         "answerers": optional(read_captured),
+        "permissions": optional(lambda value, path: _permissions(value, path)),
     }
 
     @classmethod
@@ -206,6 +226,14 @@ class SignalWait:
             description=description,
         )
 
+    def settle(self, outcome: str, now: dt.datetime) -> None:
+        """The wait settles: it takes no other signal, and every permission on it ends (ACCESS-048)."""
+        self.outcome = outcome
+        if self.permissions:
+            from .permissions import end_all
+
+            end_all(self.permissions, now)
+
     def is_expired(self, now: dt.datetime) -> bool:
         from .instants import parse_iso
 
@@ -215,6 +243,13 @@ class SignalWait:
         from .instants import parse_iso
 
         return (parse_iso(self.deadline) - now).total_seconds()
+
+
+def _permissions(value: Any, path: str) -> list[Permission]:
+    from .permissions import Permission  # here: only a wait with permissions reads them
+
+    result: list[Permission] = list_of(nested(Permission))(value, path)
+    return result
 
 
 def parse_payload(raw: bytes | str) -> Any:

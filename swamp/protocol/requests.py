@@ -226,6 +226,36 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit, actor: Actor | None) -
         resume=bool(payload.get("resume")),
         emit=emit,
         override=payload.get("override"),
+        token=payload.get("token"),
+    )
+
+
+def _workflow_wait_grant(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    from ..app.permissions import grant
+
+    expires = payload.get("expires")
+    if isinstance(expires, str):
+        expires = parse_duration(expires)
+    app = _app(payload, actor)
+    return grant(
+        app,
+        _wait_id(app, payload),
+        expires=expires,
+        uses=payload.get("uses"),
+        note=payload.get("note"),
+        override=payload.get("override"),
+        claim_timeout=payload.get("claimTimeout"),
+    )
+
+
+def _workflow_wait_revoke(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    from ..app.permissions import revoke
+
+    return revoke(
+        _app(payload, actor),
+        payload["permissionId"],
+        override=payload.get("override"),
+        claim_timeout=payload.get("claimTimeout"),
     )
 
 
@@ -372,6 +402,8 @@ REQUEST_TYPES: dict[str, RequestType] = {
         RequestType("workflow.signal", _workflow_signal),
         RequestType("workflow.waits", _workflow_waits),
         RequestType("workflow.wait.show", _workflow_wait_show),
+        RequestType("workflow.wait.grant", _workflow_wait_grant),
+        RequestType("workflow.wait.revoke", _workflow_wait_revoke),
         RequestType("workflow.watch", _workflow_watch),
         RequestType("events.subscribe", _events_subscribe),
         RequestType("model.list", _model_list),
