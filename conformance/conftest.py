@@ -405,6 +405,7 @@ def _workdir(config: pytest.Config, scenario_id: str, *, shared: bool = False) -
     name = re.sub(r"[^a-z0-9-]", "-", scenario_id)[:40]
     if shared:
         if not _SHARED_ROOT:
+            _forget_old_roots()
             _SHARED_ROOT.append(Path(tempfile.mkdtemp(prefix="swamp-accounts-")))
             _SHARED_ROOT[0].chmod(0o755)
             atexit.register(_remove_if_empty, _SHARED_ROOT[0])
@@ -414,6 +415,22 @@ def _workdir(config: pytest.Config, scenario_id: str, *, shared: bool = False) -
     if factory is not None:
         return Path(factory.mktemp(name, numbered=True))
     return Path(tempfile.mkdtemp(prefix=f"swamp-conformance-{name}-"))
+
+
+def _forget_old_roots(days: float = 1.0) -> None:
+    """The folders failed os-accounts scenarios kept (outside pytest's basetemp, which pytest
+    rotates itself) go after a day: each run of scripts/mutants keeps the ones its mutants failed."""
+    cutoff = time.time() - days * 86400
+    for old in Path(tempfile.gettempdir()).glob("swamp-accounts-*"):
+        with contextlib.suppress(OSError):
+            info = old.lstat()
+            if (
+                old.is_dir()
+                and not old.is_symlink()
+                and info.st_uid == os.getuid()
+                and info.st_mtime < cutoff
+            ):
+                shutil.rmtree(old, ignore_errors=True)
 
 
 def _remove(folder: Path) -> None:
