@@ -91,10 +91,16 @@ def change_run(
     *,
     purpose: str,
     claim_timeout: float | None = None,
+    save: Callable[[WorkflowRun], None] | None = None,
+    then: Callable[[WorkflowRun], None] | None = None,
 ) -> tuple[WorkflowRun, T]:
-    """Claim, re-read, change, save. Returns the saved run and what `change` returned."""
+    """Claim, re-read, change, save. Returns the saved run and what `change` returned. `save`
+    replaces the plain save (a decision saved with its audit entry); `then` runs after the save,
+    still under the claim (a decision's `--resume` continues the run there)."""
     with app.claim(run.id, timeout=claim_timeout, purpose=purpose):
         fresh = app.runs.load(run.workflowId, run.id)
         result = change(fresh)
-        app.runs.save(fresh)
+        (save or app.runs.save)(fresh)
+        if then is not None:
+            then(fresh)
     return fresh, result

@@ -81,26 +81,37 @@ def decide(
             **gate_progress(gate),
         }
 
-    outcome: dict[str, Any] | None = None
+    outcomes: list[dict[str, Any]] = []
     verb = "approve" if approved else "reject"
-    recorded = False
-    try:
-        with app.claim(run.id, timeout=claim_timeout, purpose=verb):
-            saved = app.runs.load(run.workflowId, run.id)
-            decision = apply(saved)
-            if audited:  # the record and its audit entry: one transaction where the store has them
-                app.runs.save_with_audit(saved, _entry(app, verb, "accepted", admitted[-1], step=audited[-1]))
-            else:
-                app.runs.save(saved)
-            recorded = True
-            if resume:
-                from .continuation import continue_if_nothing_open
+    recorded: list[bool] = []
 
-                outcome = continue_if_nothing_open(app, saved, emit)
+    def save(saved: WorkflowRun) -> None:
+        if audited:  # the record and its audit entry: one transaction where the store has them
+            app.runs.save_with_audit(saved, _entry(app, verb, "accepted", admitted[-1], step=audited[-1]))
+        else:
+            app.runs.save(saved)
+        recorded.append(True)
+
+    def continue_run(saved: WorkflowRun) -> None:
+        from .continuation import continue_if_nothing_open
+
+        outcomes.append(continue_if_nothing_open(app, saved, emit))
+
+    try:
+        saved, decision = change_run(
+            app,
+            run,
+            apply,
+            purpose=verb,
+            claim_timeout=claim_timeout,
+            save=save,
+            then=continue_run if resume else None,
+        )
     except SwampError as exc:
         if audited and not recorded:
             app.runs.append_audit(run, _entry(app, verb, exc.code, None, step=audited[-1]))
         raise
+    outcome = outcomes[0] if outcomes else None
     _refuse_held(app, saved)
     remaining = [s.name for _, s in saved.open_gates(app.clock.now())]
     doc: dict[str, Any] = {
