@@ -149,3 +149,19 @@ def test_both_runners_send_the_same_bytes(suite, tmp_path):
     assert compare.returncode == 0, compare.stdout
     sent = json.loads(py.read_text())["scenarios"]["http-step-bytes"]["sent"]
     assert len([s for s in sent if " (http" in s["step"]]) == 8  # every http step has its digest
+
+
+def test_the_gateway_feature_is_found_mechanically():
+    from swamp_conformance_runner.uses import undeclared
+
+    def needs(*steps):
+        return undeclared({"features": ["core"], "steps": list(steps)}).get("gateway")
+
+    session = {"session": {"args": ["gateway", "--listen", "127.0.0.1:0"]}, "steps": [{"sleep": 1}]}
+    assert needs(session) == ["argv word 'gateway'"]
+    assert needs({"http": {"url": "http://127.0.0.1:9/"}}) == ["an `http` step"]
+    assert needs({"run": ["workflow", "wait", "link", "w1"]}) == ["argv `wait link`"]
+    assert needs({"jsonl": [{"type": "workflow.link.show", "id": "a", "payload": {"token": "t"}}]}) == [
+        "request 'workflow.link.show'"
+    ]
+    assert needs({"run": ["workflow", "run", "link"]}) is None  # a workflow named link is not a link
