@@ -167,3 +167,11 @@ def test_the_gateway_feature_is_found_mechanically():
         "request 'workflow.link.show'"
     ]
     assert needs({"run": ["workflow", "run", "link"]}) is None  # a workflow named link is not a link
+
+
+def test_without_stdout_json_a_listening_line_is_no_frame(suite):
+    text = (GATEWAY % ("200", "")).replace(", stdout: json}", "}")
+    write(suite, text, "a.yaml")
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    assert "stdio: frame #0 does not match frame.schema.json" in result.stdout.str()
