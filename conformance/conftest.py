@@ -8,6 +8,8 @@ See conformance/README.md for the scenario format.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib.util
 import json
 import os
@@ -16,6 +18,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,7 @@ def _load_runner() -> Any:
 
 
 _load_runner()
+from swamp_conformance_runner.accounts import ROOT_ONLY, can_make_accounts  # noqa: E402
 from swamp_conformance_runner.envhook import resolve_hook  # noqa: E402
 from swamp_conformance_runner.execute import ScenarioFailure, ScenarioRun  # noqa: E402
 from swamp_conformance_runner.matching import ScenarioError  # noqa: E402
@@ -301,6 +305,9 @@ class ScenarioFile(pytest.File):
         except ScenarioError as exc:
             raise self.CollectError(f"broken scenario {self.path}:\n  {exc}") from None
         self.config._conformance_collected = True  # type: ignore[attr-defined]
+        conflict = _group_conflict(self.config, scenario)
+        if conflict:
+            raise self.CollectError(f"broken scenario {self.path}:\n  {conflict}")
         item = ScenarioItem.from_parent(self, name=scenario.id, scenario=scenario)
         item.extra_keyword_matches.update(scenario.requirements)
         item.extra_keyword_matches.update(scenario.features)
@@ -308,7 +315,25 @@ class ScenarioFile(pytest.File):
         missing = sorted(scenario.features - selected_features(self.config))
         if missing:
             item.add_marker(pytest.mark.skip(reason=f"needs feature(s) not selected: {', '.join(missing)}"))
+        elif "os-accounts" in scenario.features and not can_make_accounts():
+            item.add_marker(pytest.mark.skip(reason=f"os-accounts {ROOT_ONLY}"))
         return [item]
+
+
+def _group_conflict(config: pytest.Config, scenario: Any) -> str | None:
+    """A group role is one OS group for the whole run: its members must be the same in every
+    scenario that names it (FORMAT.md §2, os-accounts)."""
+    seen: dict[str, tuple[tuple[str, ...], str]] = config.__dict__.setdefault("_conformance_groups", {})
+    for name, members in scenario.groups.items():
+        wanted = tuple(sorted(members))
+        first = seen.setdefault(name, (wanted, scenario.id))
+        if first[0] != wanted:
+            return (
+                f"groups.{name}: members [{', '.join(wanted)}], but scenario {first[1]} gives the group "
+                f"[{', '.join(first[0])}]; a group's members are the same in every scenario "
+                "(name another group)"
+            )
+    return None
 
 
 class ScenarioItem(pytest.Item):
@@ -324,7 +349,7 @@ class ScenarioItem(pytest.Item):
                 'pass --impl "<command>"'
             )
         schemas = _schemas(self.config)
-        workdir = _workdir(self.config, self.scenario.id)
+        workdir = _workdir(self.config, self.scenario.id, shared=bool(self.scenario.accounts))
         run = ScenarioRun(
             self.scenario,
             impl,
@@ -338,6 +363,8 @@ class ScenarioItem(pytest.Item):
             run.run()
         finally:
             self.user_properties.append(("sent", run.sent))
+        if _SHARED_ROOT and workdir.parent == _SHARED_ROOT[0]:
+            _remove(workdir)  # passed: nothing to inspect (a failure keeps it)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailure):
@@ -369,10 +396,53 @@ def _schemas(config: pytest.Config) -> Schemas:
     return schemas
 
 
-def _workdir(config: pytest.Config, scenario_id: str) -> Path:
-    """A fresh directory per scenario, under pytest's --basetemp when available."""
+_SHARED_ROOT: list[Path] = []  # the 0755 folder of os-accounts scenarios, made once per process
+
+
+def _workdir(config: pytest.Config, scenario_id: str, *, shared: bool = False) -> Path:
+    """A fresh directory per scenario, under pytest's --basetemp when available. A scenario acting
+    as several OS accounts gets one in a folder they can all reach (pytest's is 0700)."""
     name = re.sub(r"[^a-z0-9-]", "-", scenario_id)[:40]
+    if shared:
+        if not _SHARED_ROOT:
+            _forget_old_roots()
+            _SHARED_ROOT.append(Path(tempfile.mkdtemp(prefix="swamp-accounts-")))
+            _SHARED_ROOT[0].chmod(0o755)
+            atexit.register(_remove_if_empty, _SHARED_ROOT[0])
+        # short: a socket's whole path must fit in sun_path (about 100 bytes)
+        return Path(tempfile.mkdtemp(prefix=f"{name[:24]}-", dir=_SHARED_ROOT[0]))
     factory = getattr(config, "_tmp_path_factory", None)
     if factory is not None:
         return Path(factory.mktemp(name, numbered=True))
     return Path(tempfile.mkdtemp(prefix=f"swamp-conformance-{name}-"))
+
+
+def _forget_old_roots(days: float = 1.0) -> None:
+    """The folders failed os-accounts scenarios kept (outside pytest's basetemp, which pytest
+    rotates itself) go after a day: each run of scripts/mutants keeps the ones its mutants failed."""
+    cutoff = time.time() - days * 86400
+    for old in Path(tempfile.gettempdir()).glob("swamp-accounts-*"):
+        with contextlib.suppress(OSError):
+            info = old.lstat()
+            if (
+                old.is_dir()
+                and not old.is_symlink()
+                and info.st_uid == os.getuid()
+                and info.st_mtime < cutoff
+            ):
+                shutil.rmtree(old, ignore_errors=True)
+
+
+def _remove(folder: Path) -> None:
+    """Best effort, as the Node runner: a process the implementation left (a serve's helper, a
+    detached hook) may still be writing its last file while the tree goes."""
+    for _ in range(20):
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            return
+        time.sleep(0.05)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        folder.rmdir()

@@ -4,6 +4,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { ACCOUNTS, AccountSetupFailure, accountName, groupName, UNREACHABLE, wrap } from './accounts.mjs';
 import { EnvHookFailure, runEnvHook } from './envhook.mjs';
 import { dumpJson, isJsonObject, parseJson } from './json.mjs';
 import { glob, listing } from './glob.mjs';
@@ -11,7 +12,7 @@ import { buildRequest, DEFAULT_HTTP_TIMEOUT, headerMap, HttpError, httpProblems,
 import { match, matchFrames, ScenarioError, substitute } from './matching.mjs';
 import { baseEnv, DEFAULT_USER, osAccount, runProcess, StartError } from './process.mjs';
 import { copyInto, initKey, keep } from './reuse_init.mjs';
-import { rawText, repoPath } from './scenario.mjs';
+import { rawText, repoPath, stepRole } from './scenario.mjs';
 import { Session, SessionFailure } from './session.mjs';
 import { g, pyDumps, pyRepr, shlexJoin, shlexQuote, short } from './text.mjs';
 
@@ -63,15 +64,45 @@ export class ScenarioRun {
     this.documents = documents;
     this.displayPath = displayPath;
     this.captures = { account: osAccount() };
+    // os-accounts: the scenario's roles, and a repo and home every one of its accounts may write
+    this.accounts = scenario.accounts ?? [];
+    this.groups = scenario.groups ?? {};
+    this.shared = this.accounts.length > 0;
+    for (const role of this.accounts) this.captures[`account_${role}`] = accountName(role);
+    for (const role of Object.keys(this.groups)) this.captures[`group_${role}`] = groupName(role);
     this.workdir = workdir;
     this.sent = []; // per step that sent something: {step: label, sha256: digest of what it sent}
     this.snapshots = new Map();
     this.written = new Map(); // what the scenario itself wrote, by relative path
   }
 
+  /** The user IDs of the scenario's accounts (os-accounts), made before its first step. */
+  accountUids() {
+    return this.accounts.map((role) => ACCOUNTS.uids.get(accountName(role))).filter((uid) => uid !== undefined);
+  }
+
+  /**
+   * The umask of the scenario's processes: 0 when several accounts share its repo and home
+   * (os-accounts), else the runner's own (null: left as it is).
+   */
+  get umask() {
+    return this.shared ? 0 : null;
+  }
+
   async run() {
     fs.mkdirSync(this.repo, { recursive: true });
     fs.mkdirSync(this.home, { recursive: true });
+    if (this.shared) {
+      try {
+        await ACCOUNTS.ensure(this.accounts, this.groups);
+      } catch (err) {
+        if (!(err instanceof AccountSetupFailure)) throw err;
+        throw new ScenarioFailure(`os-accounts: ${err.message}\n  scenario: ${this.scenario.id} (${this.displayPath})\nnothing of the scenario ran`);
+      }
+      fs.chmodSync(this.workdir, 0o755);
+      fs.chmodSync(this.repo, 0o777);
+      fs.chmodSync(this.home, 0o777);
+    }
     if (this.envHook) {
       try {
         this.hookEnv = await runEnvHook(this.envHook, this.scenario.id);
@@ -89,10 +120,11 @@ export class ScenarioRun {
   async initRepo() {
     const [argv, env] = this.command(['repo', 'init', '.'], {}, null);
     const key = initKey(argv, env, this.home);
-    if (this.reuseInit && copyInto(key, this.repo)) return;
+    const reuse = this.reuseInit && !this.shared; // a template's modes are those of the runner's umask
+    if (reuse && copyInto(key, this.repo)) return;
     const result = await this.invoke(['repo', 'init', '.'], {}, null, '', null);
     if (result.timedOut || result.returncode !== 0) this.fail('init (`repo init .`)', [exitProblem(result, 'exit code 0')], result);
-    if (this.reuseInit) keep(key, this.repo);
+    if (reuse) keep(key, this.repo);
   }
 
   step(step) {
@@ -116,18 +148,19 @@ export class ScenarioRun {
   /**
    * The digest of a process the step starts: its argv after the implementation's words, the
    * environment the scenario and the step set (a name without value: null), the step's user and
-   * its stdin, every capture as `${name}`.
+   * its stdin, every capture as `${name}`; and the role it runs `as`, when it says one.
    */
-  recordProcess(label, kind, args, env, user, stdin) {
+  recordProcess(label, kind, args, env, user, stdin, role = null) {
     const merged = { ...this.placeholderSub(this.scenario.env, 'env'), ...env };
     const pairs = Object.keys(merged).sort(byCodePoints).map((k) => [k, merged[k] === null ? null : arg(merged[k])]);
-    this.recordSent(label, [kind, args.map(arg), pairs, user, stdin]);
+    const record = [kind, args.map(arg), pairs, user, stdin];
+    this.recordSent(label, role === null ? record : [...record, role]);
   }
 
   recordStep(step, args, stdin) {
     const env = this.placeholderSub(step.data.env ?? {}, `${step.where}.env`);
     const user = this.placeholderSub(step.data.user ?? null, `${step.where}.user`);
-    this.recordProcess(step.label, step.kind, args, env, user, stdin);
+    this.recordProcess(step.label, step.kind, args, env, user, stdin, stepRole(step));
   }
 
   recordWrite(label, files) {
@@ -135,24 +168,26 @@ export class ScenarioRun {
     this.recordSent(label, ['write', entries]);
   }
 
-  command(args, env, user) {
+  /** The argv and environment of one process (run as `role`'s account through setpriv when given). */
+  command(args, env, user, role = null) {
     const fullEnv = baseEnv(this.home, user || DEFAULT_USER, user);
     Object.assign(fullEnv, this.hookEnv); // the scenario's and the step's env still win over the hook's
     for (const [key, value] of Object.entries({ ...this.sub(this.scenario.env, 'env'), ...env })) {
       if (value === null) delete fullEnv[key];
       else fullEnv[key] = arg(value);
     }
-    return [[...this.impl, ...args.map(arg)], fullEnv];
+    const argv = [...this.impl, ...args.map(arg)];
+    return [role === null ? argv : wrap(role, argv), fullEnv];
   }
 
   baseValue(key) {
     return baseEnv(this.home, DEFAULT_USER)[key];
   }
 
-  async invoke(args, env, user, stdin, timeout) {
-    const [argv, fullEnv] = this.command(args, env, user);
+  async invoke(args, env, user, stdin, timeout, role = null) {
+    const [argv, fullEnv] = this.command(args, env, user, role);
     try {
-      return await runProcess(argv, this.repo, fullEnv, stdin, timeout || DEFAULT_TIMEOUT);
+      return await runProcess(argv, this.repo, fullEnv, stdin, timeout || DEFAULT_TIMEOUT, this.umask);
     } catch (err) {
       if (err instanceof StartError) throw new ScenarioFailure(err.message);
       throw err;
@@ -163,7 +198,7 @@ export class ScenarioRun {
     const data = step.data;
     const env = this.sub(data.env ?? {}, `${step.where}.env`);
     const user = this.sub(data.user ?? null, `${step.where}.user`);
-    const result = await this.invoke(args, env, user, stdin, data.timeout);
+    const result = await this.invoke(args, env, user, stdin, data.timeout, stepRole(step));
     if (result.timedOut) this.fail(step.label, [exitProblem(result, 'the process to finish')], result);
     return result;
   }
@@ -497,10 +532,26 @@ export class ScenarioRun {
         continue;
       }
       const text = fileText(content);
-      fs.mkdirSync(path.dirname(full), { recursive: true });
+      this.makeDirs(path.dirname(full));
       fs.writeFileSync(full, Buffer.from(text, 'utf8'));
+      if (this.shared) fs.chmodSync(full, 0o666);
       this.written.set(name, Buffer.from(text, 'utf8'));
     }
+  }
+
+  /**
+   * `folder` and its missing parents; under os-accounts each one made is 0777 (what umask 0 gives
+   * the scenario's processes), so every account of the scenario may write in it.
+   */
+  makeDirs(folder) {
+    if (fs.existsSync(folder) && fs.statSync(folder).isDirectory()) return;
+    this.makeDirs(path.dirname(folder));
+    try {
+      fs.mkdirSync(folder);
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+    }
+    if (this.shared) fs.chmodSync(folder, 0o777);
   }
 
   // ------------------------------------------------------------------ reporting
@@ -517,6 +568,7 @@ export class ScenarioRun {
         '  env (besides the clean base env): ' + (extra.map(([k, v]) => `${k}=${shlexQuote(v)}`).join(' ') || '(none)'),
         `  exit code: ${result.timedOut ? '(timed out)' : result.returncode}`,
       );
+      if (result.argv[0] === 'setpriv' && result.stderr.includes('Permission denied')) out.push(`  note: ${UNREACHABLE}`);
     }
     if (session) out.push(...session.header());
     out.push('problems:', ...problems.map((p) => indent(p, '  - ', '    ')));

@@ -52,15 +52,22 @@ export function killGroup(child, signal = 'SIGKILL') {
 
 export class StartError extends Error {}
 
-/** Spawn `argv` in its own process group; rejects with StartError when it cannot start. */
-export function start(argv, cwd, env) {
+/**
+ * Spawn `argv` in its own process group; rejects with StartError when it cannot start. `umask`
+ * (a number) is the child's: spawn has no option for it, so the runner's own is set around the
+ * spawn, which forks at once (no other JavaScript runs in between).
+ */
+export function start(argv, cwd, env, umask = null) {
   return new Promise((resolve, reject) => {
     let child;
+    const previous = umask === null ? null : process.umask(umask);
     try {
       child = spawn(argv[0], argv.slice(1), { cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     } catch (err) {
       reject(new StartError(startMessage(argv, err)));
       return;
+    } finally {
+      if (previous !== null) process.umask(previous);
     }
     child.once('error', (err) => reject(new StartError(startMessage(argv, err))));
     child.once('spawn', () => resolve(child));
@@ -74,8 +81,8 @@ function startMessage(argv, err) {
 }
 
 /** Run to the end (or kill the group after `timeout` seconds); resolves to a Result. */
-export async function runProcess(argv, cwd, env, stdin, timeout) {
-  const child = await start(argv, cwd, env);
+export async function runProcess(argv, cwd, env, stdin, timeout, umask = null) {
+  const child = await start(argv, cwd, env, umask);
   const out = [];
   const err = [];
   child.stdout.on('data', (b) => out.push(b));

@@ -17,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Documents, SchemaError } from './documents.mjs';
+import { canMakeAccounts, ROOT_ONLY } from './accounts.mjs';
 import { ScenarioFailure, ScenarioRun } from './execute.mjs';
 import { regexOptions, ScenarioError } from './matching.mjs';
 import { loadExport, loadScenario, ScenarioSchema } from './scenario.mjs';
@@ -32,8 +33,9 @@ const USAGE = `usage: node conformance/node/run.mjs --impl "<command>" [--featur
        [--include-selftest] [--scenarios PATH]
        [--schemas DIR] [--frame-schema PATH] [--keep] [--python-regex] [--env-hook CMD] [--reuse-init]`;
 // Features selected only when --features names them: the run store being PostgreSQL is a property of
-// how the implementation is set up for the run (--env-hook), not of the implementation.
-export const OPT_IN_FEATURES = ['postgresql-store'];
+// how the implementation is set up for the run (--env-hook), not of the implementation; other OS
+// accounts need a runner running as root to create them.
+export const OPT_IN_FEATURES = ['postgresql-store', 'os-accounts'];
 
 class UsageError extends Error {}
 
@@ -164,6 +166,26 @@ function selectedFeatures(value, known) {
   return [...names];
 }
 
+/**
+ * A group role is one OS group for the whole run: its members must be the same in every scenario
+ * that names it (FORMAT.md §2, os-accounts). Returns a broken-scenario report per conflict.
+ */
+export function groupConflicts(scenarios) {
+  const seen = new Map();
+  const out = [];
+  for (const scenario of scenarios) {
+    for (const [name, members] of Object.entries(scenario.groups)) {
+      const wanted = [...members].sort();
+      if (!seen.has(name)) seen.set(name, [wanted, scenario.id]);
+      const [first, firstId] = seen.get(name);
+      if (first.join(',') !== wanted.join(',')) {
+        out.push(`broken scenario conformance/scenarios/${scenario.file}:\n  groups.${name}: members [${wanted.join(', ')}], but scenario ${firstId} gives the group [${first.join(', ')}]; a group's members are the same in every scenario (name another group)`);
+      }
+    }
+  }
+  return out;
+}
+
 export function featureTable(outcomes, features) {
   const table = {};
   for (const name of features) {
@@ -238,6 +260,7 @@ export async function main(argv) {
       broken.push(`broken scenario conformance/scenarios/${entry.file}:\n  ${err.message}`);
     }
   }
+  broken.push(...groupConflicts(scenarios));
   if (broken.length) {
     write(broken.join('\n\n'));
     write(`${broken.length} broken scenario(s); nothing was run`);
@@ -260,6 +283,8 @@ export async function main(argv) {
   }
   write(`conformance impl: ${shlexJoin(impl)} (${chosen.length} scenarios, ${options.jobs} at a time)`);
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'swamp-node-'));
+  // os-accounts: the scenarios' other accounts must reach their folders (mkdtemp makes it 0700)
+  if (chosen.some((s) => s.accounts.length)) fs.chmodSync(root, 0o755);
   const outcomes = {};
   const failures = [];
   let counter = 0;
@@ -269,6 +294,11 @@ export async function main(argv) {
     if (missing.length) {
       outcomes[scenario.id] = { outcome: 'skipped', features: [...scenario.features].sort(), sent: [] };
       write(`skip ${scenario.id} (needs feature(s) not selected: ${missing.join(', ')})`);
+      return;
+    }
+    if (scenario.features.includes('os-accounts') && !canMakeAccounts()) {
+      outcomes[scenario.id] = { outcome: 'skipped', features: [...scenario.features].sort(), sent: [] };
+      write(`skip ${scenario.id} (os-accounts ${ROOT_ONLY})`);
       return;
     }
     counter += 1;

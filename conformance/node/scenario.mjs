@@ -85,7 +85,10 @@ export function loadScenario(entry, schema) {
     env: data.env ?? {},
     files: data.files ?? {},
     steps,
+    accounts: data.accounts ?? [], // roles, each an OS account the runner makes (os-accounts)
+    groups: data.groups ?? {}, // role group -> member roles
   };
+  checkRoles(scenario);
   checkPaths(scenario);
   checkCaptures(scenario);
   checkSnapshots(scenario);
@@ -210,8 +213,41 @@ export function flatSteps(steps) {
   return out;
 }
 
+/**
+ * The captures the runner predefines for a scenario's roles (os-accounts): the OS name of each
+ * account (`${account_qa}`) and of each group (`${group_release}`).
+ */
+export function roleCaptures(scenario) {
+  return [...scenario.accounts.map((r) => `account_${r}`), ...Object.keys(scenario.groups).map((g) => `group_${g}`)];
+}
+
+/** The account role a step's process runs as (`as:` of a run or jsonl step, of a session). */
+export function stepRole(step) {
+  if (step.kind === 'session') return step.data.session.as ?? null;
+  return step.kind === 'run' || step.kind === 'jsonl' ? (step.data.as ?? null) : null;
+}
+
+/** `as:` names an account of `accounts`; a group's members are accounts of `accounts`. */
+function checkRoles(scenario) {
+  const declared = new Set(scenario.accounts);
+  if (declared.size !== scenario.accounts.length) throw new ScenarioError('accounts: a role is listed twice');
+  const listed = scenario.accounts.join(', ') || 'none';
+  for (const [name, members] of Object.entries(scenario.groups)) {
+    const unknown = [...new Set(members.filter((m) => !declared.has(m)))].sort();
+    if (unknown.length) {
+      throw new ScenarioError(`groups.${name}: ${unknown.join(', ')} is not in \`accounts\` (${listed}); a group's members are accounts the scenario declares`);
+    }
+  }
+  for (const step of flatSteps(scenario.steps)) {
+    const role = stepRole(step);
+    if (role !== null && !declared.has(role)) {
+      throw new ScenarioError(`${step.label}: as: '${role}' is not an account of this scenario (accounts: ${listed}); declare it in \`accounts\``);
+    }
+  }
+}
+
 function checkCaptures(scenario) {
-  const defined = new Set(PREDEFINED);
+  const defined = new Set([...PREDEFINED, ...roleCaptures(scenario)]);
   const early = [...references({ env: scenario.env, files: scenario.files })].filter((n) => !defined.has(n)).sort();
   if (early.length) {
     throw new ScenarioError(`the scenario's env/files refer to \${${early[0]}}, but nothing is captured before the steps; write $\${name} for a literal \${name}`);

@@ -121,11 +121,12 @@ export class Session {
 
   async start() {
     const spec = this.run.sub(this.step.data.session, `${this.step.where}.session`);
-    [this.argv, this.env] = this.run.command(spec.args, spec.env ?? {}, spec.user ?? null);
+    const role = spec.as ?? null; // os-accounts: the session's process runs as this role's account
+    [this.argv, this.env] = this.run.command(spec.args, spec.env ?? {}, spec.user ?? null, role);
     const shown = this.run.placeholderSub(this.step.data.session, `${this.step.where}.session`);
-    this.run.recordProcess(this.step.label, 'session', shown.args, shown.env ?? {}, shown.user ?? null, '');
+    this.run.recordProcess(this.step.label, 'session', shown.args, shown.env ?? {}, shown.user ?? null, '', role);
     try {
-      this.proc = await start(this.argv, this.run.repo, this.env);
+      this.proc = await start(this.argv, this.run.repo, this.env, this.run.umask);
     } catch (err) {
       if (err instanceof StartError) throw new SessionFailure([err.message.split('\n')[0]]);
       throw err;
@@ -354,7 +355,8 @@ export class Session {
       await sleep(0.05);
     }
     const owner = fs.statSync(address).uid;
-    if (owner !== process.getuid() && owner !== 0) {
+    // someone else's socket (not this user's, root's, or an account of the scenario's): send it nothing
+    if (owner !== process.getuid() && owner !== 0 && !this.run.accountUids().includes(owner)) {
       sock.destroy();
       throw new SessionFailure([`connect ${rel}: the socket belongs to uid ${owner}, not to this user`]);
     }

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .accounts import ACCOUNTS, UNREACHABLE, AccountSetupFailure, account_name, group_name, wrap
 from .envhook import EnvHookFailure, run_env_hook
 from .globbing import glob
 from .http_step import DEFAULT_HTTP_TIMEOUT, HttpError, build_request, send
@@ -22,7 +23,7 @@ from .http_step import problems as http_problems
 from .http_step import report as http_report
 from .matching import json_text, match, match_frames, short, substitute
 from .reuse_init import TEMPLATES
-from .scenario import Scenario, Step, raw_text, repo_path
+from .scenario import Scenario, Step, raw_text, repo_path, step_role
 from .schemas import Schemas
 from .session import Session, SessionFailure
 
@@ -80,7 +81,9 @@ def os_account() -> str:
         return str(os.getuid())
 
 
-def run_process(argv: list[str], cwd: Path, env: dict[str, str], stdin: str, timeout: float) -> Result:
+def run_process(
+    argv: list[str], cwd: Path, env: dict[str, str], stdin: str, timeout: float, umask: int = -1
+) -> Result:
     try:
         proc = subprocess.Popen(
             argv,
@@ -90,6 +93,7 @@ def run_process(argv: list[str], cwd: Path, env: dict[str, str], stdin: str, tim
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            umask=umask,
         )
     except OSError as exc:
         raise ScenarioFailure(
@@ -176,6 +180,10 @@ class ScenarioRun:
         self.written: dict[str, bytes] = {}  # what the scenario itself wrote, by relative path
         self.display_path = display_path or str(scenario.path)
         self.captures: dict[str, Any] = {"account": os_account()}
+        # os-accounts: the scenario's roles, and a repo and home every one of its accounts may write
+        self.shared = bool(scenario.accounts)
+        self.captures |= {f"account_{role}": account_name(role) for role in scenario.accounts}
+        self.captures |= {f"group_{role}": group_name(role) for role in scenario.groups}
         self.workdir = workdir
         # per step that sent something: {"step": label, "sha256": digest of what it sent}
         self.sent: list[dict[str, str]] = []
@@ -185,9 +193,32 @@ class ScenarioRun:
 
     # ------------------------------------------------------------------ driver
 
+    def account_uids(self) -> list[int]:
+        """The user IDs of the scenario's accounts (os-accounts), made before its first step."""
+        import pwd
+
+        return [pwd.getpwnam(account_name(role)).pw_uid for role in self.scenario.accounts]
+
+    @property
+    def umask(self) -> int:
+        """The umask of the scenario's processes: 0 when several accounts share its repo and home
+        (os-accounts), else the runner's own (-1: left as it is)."""
+        return 0 if self.shared else -1
+
     def run(self) -> None:
         self.repo.mkdir(parents=True, exist_ok=True)
         self.home.mkdir(parents=True, exist_ok=True)
+        if self.shared:
+            try:
+                ACCOUNTS.ensure(self.scenario.accounts, self.scenario.groups)
+            except AccountSetupFailure as exc:
+                raise ScenarioFailure(
+                    f"os-accounts: {exc}\n  scenario: {self.scenario.id} ({self.display_path})\n"
+                    "nothing of the scenario ran"
+                ) from None
+            self.workdir.chmod(0o755)
+            self.repo.chmod(0o777)
+            self.home.chmod(0o777)
         if self.env_hook:
             try:
                 self.hook_env = run_env_hook(self.env_hook, self.scenario.id)
@@ -206,12 +237,13 @@ class ScenarioRun:
     def _init_repo(self) -> None:
         argv, env = self._command(["repo", "init", "."], {}, None)
         key = TEMPLATES.key(argv, env, self.home)
-        if self.reuse_init and TEMPLATES.copy_into(key, self.repo):
+        reuse = self.reuse_init and not self.shared  # a template's modes are those of the runner's umask
+        if reuse and TEMPLATES.copy_into(key, self.repo):
             return
-        result = run_process(argv, self.repo, env, "", DEFAULT_TIMEOUT)
+        result = run_process(argv, self.repo, env, "", DEFAULT_TIMEOUT, self.umask)
         if result.timed_out or result.returncode != 0:
             self._fail("init (`repo init .`)", [_exit_problem(result, "exit code 0")], result)
-        if self.reuse_init:
+        if reuse:
             TEMPLATES.keep(key, self.repo)
 
     def _sub(self, value: Any, where: str) -> Any:
@@ -227,14 +259,22 @@ class ScenarioRun:
         self.sent.append({"step": label, "sha256": sent_digest(record, str(self.workdir))})
 
     def record_process(
-        self, step: Step | str, kind: str, args: list[Any], env: dict[str, Any], user: Any, stdin: str
+        self,
+        step: Step | str,
+        kind: str,
+        args: list[Any],
+        env: dict[str, Any],
+        user: Any,
+        stdin: str,
+        role: str | None = None,
     ) -> None:
         """The digest of a process the step starts: its argv after the implementation's words, the
         environment the scenario and the step set (a name without value: null), the step's user
-        and its stdin, every capture as `${name}`."""
+        and its stdin, every capture as `${name}`; and the role it runs `as`, when it says one."""
         merged = {**self.placeholder_sub(self.scenario.env, "env"), **env}
         pairs = sorted([key, None if value is None else _arg(value)] for key, value in merged.items())
-        self.record_sent(step, [kind, [_arg(a) for a in args], pairs, user, stdin])
+        record = [kind, [_arg(a) for a in args], pairs, user, stdin]
+        self.record_sent(step, record if role is None else [*record, role])
 
     def _record_write(self, label: str, files: dict[str, Any]) -> None:
         entries = sorted(
@@ -243,9 +283,10 @@ class ScenarioRun:
         self.record_sent(label, ["write", entries])
 
     def _command(
-        self, args: list[Any], env: dict[str, Any], user: str | None
+        self, args: list[Any], env: dict[str, Any], user: str | None, role: str | None = None
     ) -> tuple[list[str], dict[str, str]]:
-        """The argv and the environment of one process of the implementation."""
+        """The argv and the environment of one process of the implementation (run as the account
+        of `role` through setpriv when a step says `as: ROLE`)."""
         full_env = base_env(self.home, user or DEFAULT_USER, user)
         full_env.update(self.hook_env)  # the scenario's and the step's env still win over the hook's
         for key, value in {**self._sub(self.scenario.env, "env"), **env}.items():
@@ -253,28 +294,35 @@ class ScenarioRun:
                 full_env.pop(key, None)
             else:
                 full_env[key] = _arg(value)
-        return [*self.impl, *(_arg(a) for a in args)], full_env
+        argv = [*self.impl, *(_arg(a) for a in args)]
+        return (argv if role is None else wrap(role, argv)), full_env
 
     def _base_value(self, key: str) -> str | None:
         return base_env(self.home, DEFAULT_USER).get(key)
 
     def _invoke(
-        self, args: list[Any], env: dict[str, Any], user: str | None, stdin: str, timeout: float | None
+        self,
+        args: list[Any],
+        env: dict[str, Any],
+        user: str | None,
+        stdin: str,
+        timeout: float | None,
+        role: str | None = None,
     ) -> Result:
-        argv, full_env = self._command(args, env, user)
-        return run_process(argv, self.repo, full_env, stdin, timeout or DEFAULT_TIMEOUT)
+        argv, full_env = self._command(args, env, user, role)
+        return run_process(argv, self.repo, full_env, stdin, timeout or DEFAULT_TIMEOUT, self.umask)
 
     def _record_step(self, step: Step, args: list[Any], stdin: str) -> None:
         data = step.data
         env = self.placeholder_sub(data.get("env", {}), f"{step.where}.env")
         user = self.placeholder_sub(data.get("user"), f"{step.where}.user")
-        self.record_process(step, step.kind, args, env, user, stdin)
+        self.record_process(step, step.kind, args, env, user, stdin, step_role(step))
 
     def _invoke_step(self, step: Step, args: list[Any], stdin: str) -> Result:
         data = step.data
         env = self._sub(data.get("env", {}), f"{step.where}.env")
         user = self._sub(data.get("user"), f"{step.where}.user")
-        result = self._invoke(args, env, user, stdin, data.get("timeout"))
+        result = self._invoke(args, env, user, stdin, data.get("timeout"), step_role(step))
         if result.timed_out:
             self._fail(step.label, [_exit_problem(result, "the process to finish")], result)
         return result
@@ -592,9 +640,21 @@ class ScenarioRun:
                     path.unlink(missing_ok=True)
                 continue
             content = _file_text(content)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            self._make_dirs(path.parent)
             path.write_bytes(content.encode("utf-8"))
+            if self.shared:
+                path.chmod(0o666)
             self.written[name] = content.encode("utf-8")
+
+    def _make_dirs(self, folder: Path) -> None:
+        """`folder` and its missing parents; under os-accounts each one made is 0777 (what umask 0
+        gives the scenario's processes), so every account of the scenario may write in it."""
+        if folder.is_dir():
+            return
+        self._make_dirs(folder.parent)
+        folder.mkdir(exist_ok=True)
+        if self.shared:
+            folder.chmod(0o777)
 
     # ------------------------------------------------------------------ reporting
 
@@ -623,6 +683,8 @@ class ScenarioRun:
                 + (" ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(extra.items())) or "(none)"),
                 f"  exit code: {'(timed out)' if result.timed_out else result.returncode}",
             ]
+            if result.argv[:1] == ["setpriv"] and "Permission denied" in result.stderr:
+                out.append(f"  note: {UNREACHABLE}")
         if session is not None:
             out += session.header()
         out.append("problems:")

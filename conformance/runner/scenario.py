@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -52,11 +52,13 @@ FEATURES = (
     "hooks",
     "held-signals",
     "access",
+    "os-accounts",
     "gateway",
 )
 # Features a runner selects only when asked (--features): the run store being PostgreSQL is a
-# property of how the implementation is set up for the run (--env-hook), not of the implementation.
-OPT_IN_FEATURES = ("postgresql-store",)
+# property of how the implementation is set up for the run (--env-hook), not of the implementation;
+# other OS accounts need a runner running as root to create them.
+OPT_IN_FEATURES = ("postgresql-store", "os-accounts")
 DEFAULT_FEATURES = tuple(name for name in FEATURES if name not in OPT_IN_FEATURES)
 STDIO = "stdio"  # the channel of the session's own process: its stdin and stdout
 
@@ -90,6 +92,8 @@ class Scenario:
     env: dict[str, Any]
     files: dict[str, Any]
     steps: tuple[Step, ...]
+    accounts: tuple[str, ...] = ()  # roles, each an OS account the runner makes (os-accounts)
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)  # role group -> member roles
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -205,7 +209,10 @@ def load_scenario(path: Path) -> Scenario:
         env=data.get("env", {}),
         files=data.get("files", {}),
         steps=steps,
+        accounts=tuple(data.get("accounts", ())),
+        groups={name: tuple(members) for name, members in data.get("groups", {}).items()},
     )
+    _check_roles(scenario)
     _check_paths(scenario)
     _check_captures(scenario)
     _check_snapshots(scenario)
@@ -342,10 +349,45 @@ CAPTURING_KEYS = ("json", "stdout", "stderr", "exit", "frames", "status", "heade
 PREDEFINED = frozenset({"account"})  # ${account}: the OS account the implementation runs as
 
 
+def role_captures(scenario: Scenario) -> set[str]:
+    """The captures the runner predefines for a scenario's roles (os-accounts): the OS name of
+    each account (`${account_qa}`) and of each group (`${group_release}`)."""
+    return {f"account_{role}" for role in scenario.accounts} | {f"group_{name}" for name in scenario.groups}
+
+
+def step_role(step: Step) -> str | None:
+    """The account role a step's process runs as (`as:` of a run or jsonl step, of a session)."""
+    if step.kind == "session":
+        return step.data["session"].get("as")  # type: ignore[no-any-return]
+    return step.data.get("as") if step.kind in ("run", "jsonl") else None
+
+
+def _check_roles(scenario: Scenario) -> None:
+    """`as:` names an account of `accounts`; a group's members are accounts of `accounts`."""
+    declared = set(scenario.accounts)
+    if len(declared) != len(scenario.accounts):
+        raise ScenarioError("accounts: a role is listed twice")
+    for name, members in scenario.groups.items():
+        unknown = sorted(set(members) - declared)
+        if unknown:
+            raise ScenarioError(
+                f"groups.{name}: {', '.join(unknown)} is not in `accounts` "
+                f"({', '.join(scenario.accounts) or 'none'}); a group's members are accounts the "
+                "scenario declares"
+            )
+    for step in flat_steps(scenario.steps):
+        role = step_role(step)
+        if role is not None and role not in declared:
+            raise ScenarioError(
+                f"{step.label}: as: {role!r} is not an account of this scenario "
+                f"(accounts: {', '.join(scenario.accounts) or 'none'}); declare it in `accounts`"
+            )
+
+
 def _check_captures(scenario: Scenario) -> None:
     """Every ``${name}`` must refer to a ``$capture`` of an earlier step, or to one the runner
     defines before the first step (PREDEFINED)."""
-    defined: set[str] = set(PREDEFINED)
+    defined: set[str] = set(PREDEFINED) | role_captures(scenario)
     top = {"env": scenario.env, "files": scenario.files}
     early = sorted(references(top) - defined)
     if early:

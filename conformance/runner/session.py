@@ -131,10 +131,11 @@ class Session:
 
     def start(self) -> None:
         spec = self.run._sub(self.step.data["session"], f"{self.step.where}.session")
-        self.argv, self.env = self.run._command(spec["args"], spec.get("env", {}), spec.get("user"))
+        role = spec.get("as")  # os-accounts: the session's process runs as this role's account
+        self.argv, self.env = self.run._command(spec["args"], spec.get("env", {}), spec.get("user"), role)
         shown = self.run.placeholder_sub(self.step.data["session"], f"{self.step.where}.session")
         self.run.record_process(
-            self.step, "session", shown["args"], shown.get("env", {}), shown.get("user"), ""
+            self.step, "session", shown["args"], shown.get("env", {}), shown.get("user"), "", role
         )
         try:
             self.proc = subprocess.Popen(
@@ -145,6 +146,7 @@ class Session:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                umask=self.run.umask,
             )
         except OSError as exc:
             raise SessionFailure(
@@ -365,7 +367,8 @@ class Session:
                 ) from None
             time.sleep(0.05)
         owner = os.stat(address).st_uid
-        if owner not in (os.getuid(), 0):  # someone else's socket: send it nothing
+        # someone else's socket (not this user's, root's, or an account of the scenario's): send it nothing
+        if owner not in (os.getuid(), 0, *self.run.account_uids()):
             sock.close()
             raise SessionFailure([f"connect {rel}: the socket belongs to uid {owner}, not to this user"])
         self.sockets[name] = sock

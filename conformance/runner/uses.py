@@ -4,7 +4,8 @@
 `features` (conformance/FORMAT.md §2), so that `--features core` never selects a scenario needing
 approval gates, `--jsonl`, forEach and the rest. The rules read only the scenario: the argv words
 of its `run` steps and sessions, its `jsonl` steps and the frames it sends (their `type` and
-`payload`), the text of the files it writes (`files:` and `write` steps) and its expectations.
+`payload`), the text of the files it writes (`files:` and `write` steps), its expectations, and
+the OS accounts it declares or runs a step `as:` (`os-accounts`).
 """
 
 from __future__ import annotations
@@ -103,6 +104,9 @@ def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
             reasons.append(why)
 
     written = [_text(v) for v in (data.get("files") or {}).values()]
+    for key in ("accounts", "groups"):
+        if data.get(key):
+            need("os-accounts", f"top-level `{key}:`")
     for number, step in enumerate(_steps(data.get("steps")), 1):
         argv: list[Any] = []
         if isinstance(step.get("run"), list):
@@ -121,6 +125,9 @@ def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
             need("gateway", "argv `wait link`")
         if "http" in step:
             need("gateway", "an `http` step")
+        session = step.get("session")
+        if ("as" in step and "connect" not in step) or (isinstance(session, dict) and "as" in session):
+            need("os-accounts", f"step {number} runs `as:` another OS account")
         if "connect" in step:
             need("unix-socket", "a `connect` step")
         if "signal" in step and not isinstance(step.get("run"), list):

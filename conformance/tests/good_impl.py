@@ -3,9 +3,11 @@
 
 CLI: `repo init .`; `workflow run NAME --json`; `workflow history get RUN --json`;
 `debug env` (prints environment, cwd, user and stdin as JSON); `debug argv ...` (prints its
-args); `debug sleep SECONDS`. Its records and documents match spec/schemas (the runner validates
+args); `debug sleep SECONDS`; `debug id` (the process's account, its groups' names and its
+umask). Its records and documents match spec/schemas (the runner validates
 them). JSON-lines (--jsonl): `workflow.history.get` with payload {run}; `debug.echo` is answered
-with an error whose message is the request line exactly as it arrived; malformed lines get
+with an error whose message is the request line exactly as it arrived, `debug.id` with one whose
+message is the process's account; malformed lines get
 invalid_request with id null; every request is closed by done.
 """
 
@@ -83,6 +85,14 @@ def cli(args):
     if args[:2] == ["debug", "argv"]:
         print(json.dumps({"argv": args[2:]}))
         return 0
+    if args == ["debug", "id"]:
+        import grp
+
+        mask = os.umask(0)
+        os.umask(mask)
+        names = sorted({grp.getgrgid(gid).gr_name for gid in {os.getgid(), *os.getgroups()}})
+        print(json.dumps({"account": account(), "groups": names, "umask": f"{mask:04o}"}))
+        return 0
     if args[:2] == ["debug", "sleep"]:
         time.sleep(float(args[2]))
         return 0
@@ -117,6 +127,8 @@ def serve():
                     "error": {"code": "invalid_request", "message": line.rstrip("\n")},
                 }
             )
+        elif request["type"] == "debug.id":  # the account the process runs as
+            send({"type": "error", "id": ident, "error": {"code": "invalid_request", "message": account()}})
         elif request["type"] == "workflow.history.get":
             run_id = request.get("payload", {}).get("run")
             record = find_run(run_id)
