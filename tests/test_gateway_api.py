@@ -194,6 +194,6 @@ def test_tls_with_a_certificate_and_its_key(repo: Repo, tmp_path: Path) -> None:
 )
 def test_wrong_options_are_usage_errors(repo: Repo, args: tuple[str, ...]) -> None:
     listen = () if "--listen" in args else ("--listen", "127.0.0.1:0")
-    done = repo.swamp("gateway", *listen, *args, "--json")
+    done = repo.swamp("--json", "gateway", *listen, *args)
     assert done.code == 2, done
     assert json.loads(done.out)["error"]["code"] == "usage_error"
