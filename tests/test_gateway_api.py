@@ -194,6 +194,40 @@ def test_tls_with_a_certificate_and_its_key(repo: Repo, tmp_path: Path) -> None:
 )
 def test_wrong_options_are_usage_errors(repo: Repo, args: tuple[str, ...]) -> None:
     listen = () if "--listen" in args else ("--listen", "127.0.0.1:0")
-    done = repo.swamp("gateway", *listen, *args, "--json")
+    done = repo.swamp("--json", "gateway", *listen, *args)
     assert done.code == 2, done
     assert json.loads(done.out)["error"]["code"] == "usage_error"
+
+
+def test_sigterm_answers_the_request_in_flight_before_it_exits(repo: Repo) -> None:
+    """GATEWAY-003: a request whose body is still arriving when SIGTERM comes is answered."""
+    import threading
+
+    _, wait_id = waiting(repo)
+    token = grant(repo, wait_id)
+    started, go_on = threading.Event(), threading.Event()
+    answers: list[httpx.Response] = []
+
+    def body():
+        yield b'{"verdict":'
+        started.set()
+        go_on.wait(30)
+        yield b'"ship"}'
+
+    with gateway(repo, "--no-continue") as gw:
+
+        def send() -> None:
+            headers = {"Authorization": f"Bearer {token}"}
+            answers.append(httpx.post(f"{gw.url}/v1/waits/{wait_id}/signal", content=body(), headers=headers))
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        assert started.wait(30)
+        import signal as signals
+
+        gw.process.send_signal(signals.SIGTERM)
+        go_on.set()
+        sender.join(60)
+        assert gw.stop() == 0
+    assert answers and answers[0].status_code == 200, answers
+    assert answers[0].json()["signal"]["permissionId"]

@@ -97,10 +97,11 @@ def _search(runs: list[WorkflowRun], digest: str) -> tuple[WorkflowRun, str, Per
     for run in runs:
         for _, step in run.steps():
             wait = step.wait
-            for permission in (wait.permissions or ()) if wait is not None else ():
-                if hmac.compare_digest(permission.sha256, digest):
-                    assert wait is not None
-                    return run, wait.waitId, permission
+            wait_id = wait.waitId if wait is not None else step.reservedWaitId
+            permissions = wait.permissions if wait is not None else step.permissions  # GATEWAY-054
+            for permission in permissions or ():
+                if wait_id is not None and hmac.compare_digest(permission.sha256, digest):
+                    return run, wait_id, permission
     return None
 
 

@@ -137,7 +137,7 @@ async def answer(gateway: Gateway, request: Request) -> Response:
         return error_response(
             "payload_too_large",
             f"The body is over {exc.limit} bytes; a payload is at most 16384 bytes of UTF-8 JSON",
-            {"limit": exc.limit},
+            {"bytes": exc.seen, "limit": exc.limit},
             headers={"Connection": "close"},
         )
     except BodyTimeout:

@@ -103,6 +103,33 @@ class AccessLog:
             write_log(entry)
 
 
+class HeaderLimit:
+    """ASGI middleware: a request whose line and headers pass MAX_HEADERS_BYTES is answered 431
+    before any route sees it (GATEWAY-091). h11 bounds only headers still arriving; this bounds
+    headers that arrived whole in one read too."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            size = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+            size += sum(len(name) + len(value) + 4 for name, value in scope.get("headers") or ())
+            if size > MAX_HEADERS_BYTES:
+                from .statuses import error_response
+
+                response = error_response(
+                    "invalid_request",
+                    f"The request line and headers are over {MAX_HEADERS_BYTES} bytes; send less",
+                    {"limit": MAX_HEADERS_BYTES},
+                    headers={"Connection": "close"},
+                    status=431,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def write_log(entry: dict[str, Any]) -> None:
     try:
         sys.stderr.write(json.dumps(entry, ensure_ascii=False) + "\n")
@@ -176,7 +203,7 @@ def serve(options: Options) -> int:
         repo_dir=options.repo_dir, public_url=url, resume=options.resume, limits=Limits.make(options.rate)
     )
     config = uvicorn.Config(
-        AccessLog(build_app(gateway)),
+        AccessLog(HeaderLimit(build_app(gateway))),
         log_level="warning",
         access_log=False,
         lifespan="off",
