@@ -33,6 +33,7 @@ _WORDS = {
     "--override": "access",
     "--connect": "access",
     "--socket-access": "access",
+    "gateway": "gateway",
 }
 # the `type` of a request a scenario sends (a `jsonl` step, a session `send`)
 _REQUESTS = {
@@ -43,6 +44,8 @@ _REQUESTS = {
     "events.subscribe": "events",
     "workflow.wait.grant": "access",
     "workflow.wait.revoke": "access",
+    "workflow.wait.link": "gateway",
+    "workflow.link.show": "gateway",
 }
 # a field of a request's payload that needs a feature
 _PAYLOAD_KEYS = {"token": "access", "override": "access"}
@@ -118,6 +121,10 @@ def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
             need("resume-from", "argv `resume --from`")
         if "jsonl" in step:
             need("jsonl", "a `jsonl` step")
+        if "link" in words and "wait" in words:
+            need("gateway", "argv `wait link`")
+        if "http" in step:
+            need("gateway", "an `http` step")
         session = step.get("session")
         if ("as" in step and "connect" not in step) or (isinstance(session, dict) and "as" in session):
             need("os-accounts", f"step {number} runs `as:` another OS account")

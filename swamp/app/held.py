@@ -128,6 +128,8 @@ class EarlySignals:
         """The held signal's outcome in the run's audit trail: by its sender, marked `held`."""
         now = self.app.clock.now()
         entry = signal_audit(now, held.submittedBy, held.onBehalfOf, held.waitId, code, signal_id, held=True)
+        if held.permissionId is not None:  # held with a permission of the reserved wait (GATEWAY-054)
+            entry.update({"via": "permission", "permissionId": held.permissionId})
         self.app.runs.append_audit(run, entry)
 
 
@@ -186,6 +188,9 @@ def show_reserved(app: App, run: WorkflowRun, job: JobRun, step: StepRun, wait_i
         "runStatus": run.status,
         "schema": schema,
     }
+    if step.permissions:  # granted before it opened (GATEWAY-054); never a token nor its hash
+        now = app.clock.now()
+        doc["permissions"] = [permission.shown(now) for permission in step.permissions]
     doc.update(held_fields(app, run, wait_id))
     if closed is None and "held" not in doc:
         from .views import signal_command

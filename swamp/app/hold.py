@@ -15,6 +15,7 @@ from ..domain import suggested
 from ..domain.errors import ClaimTimeout, SwampError
 from ..domain.held import HeldSignal, SignalHeld, closed_error, reserved_schema
 from ..domain.instants import iso
+from ..domain.permissions import Permission
 from ..domain.run import JobRun, StepRun, WorkflowRun
 from ..domain.waits import (
     PayloadMalformed,
@@ -44,6 +45,7 @@ def hold(
     accepted: Callable[[WorkflowRun, str], dict[str, Any]],
     continue_run: Callable[[WorkflowRun], dict[str, Any]] | None = None,
     override: str | None = None,
+    permission: Permission | None = None,
 ) -> dict[str, Any]:
     """A signal to a reserved wait that has not opened (WAIT-069..). `audit(run, code, signal_id,
     admission=None)` notes an attempt; `accepted(run, wait_id)` is the ordinary result once a wait
@@ -55,7 +57,9 @@ def hold(
     now = app.clock.now()
     schema = reserved_schema(found, job.name, step.template)
     try:
-        admission = admit_wait(app, found, job, step, wait_id, override)
+        # A signal permission granted on the reserved wait admits instead of the policy; its use
+        # is counted when the held signal is applied (GATEWAY-054).
+        admission = admit_wait(app, found, job, step, wait_id, override) if permission is None else None
         closed = closed_error(found, job, step, wait_id)
         if closed is not None:
             raise closed
@@ -81,6 +85,7 @@ def hold(
         submittedBy=app.user,
         payload=payload,
         onBehalfOf=app.on_behalf_of,
+        permissionId=permission.id if permission is not None else None,
     )
     if not store.hold(held):  # another early signal was held between the look and the write
         other = store.read(wait_id)

@@ -27,7 +27,7 @@ def admit_answerer(app: App, run: WorkflowRun, wait_id: str, override: str | Non
     answer (answerers.py), which refuses with answerer_not_allowed."""
     from .answerers import admit_wait
 
-    job, step = run.find_wait(wait_id)
+    job, step = run.find_reserved(wait_id) or run.find_wait(wait_id)  # reserved: GATEWAY-054
     return admit_wait(app, run, job, step, wait_id, override)
 
 
@@ -69,8 +69,9 @@ def admit_token(app: App, run: WorkflowRun, wait_id: str, token: Any, now: dt.da
     from ..domain.permissions import admit
 
     reserved = run.find_reserved(wait_id)
-    permissions = None
-    if reserved is None:
+    if reserved is not None:  # granted before the wait opened (GATEWAY-054)
+        permissions = reserved[1].permissions
+    else:
         _, step = run.find_wait(wait_id)
         permissions = step.wait.permissions if step.wait is not None else None
     try:
@@ -110,8 +111,16 @@ def deliver(permission: Permission, step: StepRun, signal_id: str) -> None:
 
 
 def _open_wait(run: WorkflowRun, wait_id: str, now: dt.datetime, verb: str) -> tuple[JobRun, StepRun]:
-    """The step of `wait_id` when the wait is open; otherwise the wait's own refusal (ACCESS-041)."""
+    """The step of `wait_id` when the wait is open, or reserved and still able to open (a grant on
+    a reserved wait, GATEWAY-054); otherwise the wait's own refusal (ACCESS-041)."""
     reserved = run.find_reserved(wait_id)
+    if reserved is not None and verb == "grant a permission":
+        from ..domain.held import closed_error
+
+        closed = closed_error(run, *reserved, wait_id)
+        if closed is not None:
+            raise closed
+        return reserved
     if reserved is not None:
         raise WaitNotFound(
             f"Wait {wait_id} is reserved, but step '{reserved[1].name}' has not opened it "
@@ -176,8 +185,10 @@ def grant(
                 now, app.user, app.on_behalf_of, expires_in=expires, uses=uses, note=note
             )
             wait = step.wait
-            assert wait is not None
-            wait.permissions = [*(wait.permissions or []), permission]
+            if wait is None:  # reserved: kept on the step until its wait opens (GATEWAY-054)
+                step.permissions = [*(step.permissions or []), permission]
+            else:
+                wait.permissions = [*(wait.permissions or []), permission]
             entry = audit_entry(
                 app, now, "grant", wait_id, "accepted", permissionId=permission.id, **admission.audit_fields()
             )
@@ -220,6 +231,9 @@ def _find_permission(app: App, permission_id: str) -> tuple[WorkflowRun, str]:
                 wait = step.wait
                 if wait is not None and any(p.id == permission_id for p in wait.permissions or ()):
                     return run, wait.waitId
+                kept = step.permissions if wait is None else None  # a reserved wait's (GATEWAY-054)
+                if step.reservedWaitId is not None and any(p.id == permission_id for p in kept or ()):
+                    return run, step.reservedWaitId
     if isinstance(permission_id, str) and permission_id.startswith("swp_"):  # a token: not shown
         raise PermissionInvalid(
             "That is a signal permission's token (not shown), not its ID: revoke takes the ID "
@@ -236,9 +250,10 @@ def _find_permission(app: App, permission_id: str) -> tuple[WorkflowRun, str]:
 
 
 def _permission(run: WorkflowRun, wait_id: str, permission_id: str) -> tuple[StepRun, Permission]:
-    _, step = run.find_wait(wait_id)
-    assert step.wait is not None
-    for permission in step.wait.permissions or ():
+    reserved = run.find_reserved(wait_id)
+    _, step = reserved if reserved is not None else run.find_wait(wait_id)
+    permissions = step.wait.permissions if step.wait is not None else step.permissions
+    for permission in permissions or ():
         if permission.id == permission_id:
             return step, permission
     raise PermissionInvalid(  # it was there a moment ago: a retry reset its wait

@@ -108,11 +108,12 @@ def signal(
     user, on_behalf_of = app.user, app.on_behalf_of
     found = _read_unclaimed(app, wait_id)
     now = app.clock.now()
+    held_with = None
     if token is not None:
         from .permissions import admit_token
 
         try:
-            admit_token(app, found, wait_id, token, now)
+            held_with = admit_token(app, found, wait_id, token, now)
         except SwampError as exc:
             if not check_only:
                 app.runs.append_audit(found, _refused(now, user, on_behalf_of, wait_id, exc))
@@ -146,6 +147,7 @@ def signal(
             accepted=lambda run, wid: _accepted(app, run, wid, app.clock.now()),
             continue_run=(lambda run: continue_if_nothing_open(app, run, emit)) if resume else None,
             override=override,
+            permission=held_with,
         )
     try:
         from .answerers import admit_wait

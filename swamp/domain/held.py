@@ -44,6 +44,9 @@ class HeldSignal:
     submittedBy: str
     payload: Any
     onBehalfOf: str | None = None
+    # Held with a signal permission granted on the reserved wait (GATEWAY-054): its use is counted
+    # when the signal is applied, and the receipt names it.
+    permissionId: str | None = None
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "waitId": STR,
@@ -54,6 +57,7 @@ class HeldSignal:
         "submittedBy": STR,
         "payload": ANY,
         "onBehalfOf": optional(STR),
+        "permissionId": optional(STR),
     }
 
     def summary(self) -> dict[str, Any]:
@@ -127,7 +131,12 @@ def apply_held(
             f"The held payload does not match the schema of wait {wait.waitId}: {listed}",
             {"waitId": wait.waitId, "errors": [p.to_dict() for p in problems]},
         )
-    return step.accept_signal(
+    permission = None
+    if held.permissionId is not None:  # its token is checked again: revoked or expired since?
+        from .permissions import admit_held
+
+        permission = admit_held(wait.permissions, held.permissionId, wait.waitId, now)
+    receipt = step.accept_signal(
         now,
         held.payload,
         held.submittedBy,
@@ -135,3 +144,12 @@ def apply_held(
         signal_id=held.signalId,
         held_at=held.heldAt,
     )
+    if permission is not None:
+        from .permissions import use
+
+        use(permission, receipt.id)
+        receipt.permissionId = permission.id
+        receipt.grantedBy = permission.grantedBy
+        if isinstance(step.outputs, dict):
+            step.outputs["signal"] = receipt.as_signal()
+    return receipt

@@ -209,6 +209,20 @@ def admit(permissions: list[Permission] | None, token: Any, wait_id: str, now: d
     raise refusal("unknown", wait_id)
 
 
+def admit_held(
+    permissions: list[Permission] | None, permission_id: str, wait_id: str, now: dt.datetime
+) -> Permission:
+    """The permission a signal was held with (GATEWAY-054), when it still admits it as the wait
+    opens; otherwise the refusal a token would get now (revoked, used up, expired, or gone)."""
+    for permission in permissions or ():
+        if permission.id == permission_id:
+            state = permission.state(now)
+            if state == "live":
+                return permission
+            raise refusal(state if state != "ended" else "unknown", wait_id, permission)
+    raise refusal("unknown", wait_id)
+
+
 def holds(permissions: list[Permission] | None, token: Any, now: dt.datetime) -> Permission | None:
     """The live permission among `permissions` that `token` is, if any."""
     if not well_formed(token):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import suggested
 from .approvals import APPROVAL_TIMEOUT, REJECTED, Approval, ApprovalDecision, ApprovalGate
@@ -57,6 +57,9 @@ from .waits import (
     payload_invalid,
 )
 
+if TYPE_CHECKING:
+    from .permissions import Permission
+
 FORMAT_VERSION = 1
 
 
@@ -97,6 +100,9 @@ class StepRun:
     # A wait_for_signal step's wait ID, reserved before the step runs (WAIT-066): the wait opens
     # under it, and a signal sent to it earlier is held until then (held.py).
     reservedWaitId: str | None = None
+    # Signal permissions granted on the reserved wait before it opened (GATEWAY-054): they move to
+    # the wait when it opens, so a callback handed the wait ID and a token early is held, not lost.
+    permissions: list[Permission] | None = None
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "name": STR,
@@ -113,6 +119,7 @@ class StepRun:
         "approval": optional(nested(ApprovalGate)),
         "wait": optional(nested(SignalWait)),
         "reservedWaitId": optional(STR),
+        "permissions": optional(lambda value, path: _step_permissions(value, path)),
     }
 
     @property
@@ -209,6 +216,9 @@ class StepRun:
     def start_waiting(self, wait: SignalWait) -> None:
         self.status = "waiting"
         self.wait = wait
+        if self.permissions:  # granted while the wait was reserved: now the wait's (GATEWAY-054)
+            wait.permissions = [*self.permissions, *(wait.permissions or [])]
+            self.permissions = None
 
     @property
     def reserved_only(self) -> bool:
@@ -951,3 +961,9 @@ class WorkflowRun:
             "completed": sum(1 for s in all_steps if s.is_terminal),
             "total": len(all_steps),
         }
+
+
+def _step_permissions(value: Any, path: str) -> list[Permission]:
+    from .waits import _permissions
+
+    return _permissions(value, path)
