@@ -88,7 +88,8 @@ class FakeGateway:
             return {"waitId": WAIT_ID, "valid": True}
         self.link["wait"].update(status="signaled", receipt=RECEIPT, payload=payload_value)
         self.link["permission"].update(state="used_up", usesLeft=0)
-        return {"signal": RECEIPT, "payload": payload_value, "continued": True, "run": {"status": "succeeded"}}
+        run = {"status": "succeeded"}
+        return {"signal": RECEIPT, "payload": payload_value, "continued": True, "run": run}
 
 
 def client(link: dict[str, Any] = LINK) -> tuple[TestClient, FakeGateway]:
