@@ -30,6 +30,7 @@ from starlette.routing import BaseRoute, Route
 from ..domain.errors import SwampError
 from . import forms
 from .inward import Gateway
+from .statuses import status_for
 
 CSRF_FIELD = "_csrf"
 HEADERS = {
@@ -136,7 +137,9 @@ class Pages:
         self.gateway = gateway
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.env = _environment()
-        self.resume = getattr(gateway, "resume", True)  # continue the run on answer (default on)
+        # Continue the run on an answer when nothing else is open (default on); a gateway without
+        # the setting continues.
+        self.resume = bool(getattr(gateway, "resume", True))
 
     def render(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = self.env.get_template(template).render(**context)
@@ -153,7 +156,7 @@ class Pages:
     def problem(self, exc: SwampError) -> HTMLResponse:
         unknown = exc.code == "permission_invalid" and exc.details.get("reason") == "unknown"
         headline = "This link is not valid" if unknown else "The answer could not be handled"
-        status = 404 if unknown else _status(exc.code)
+        status = 404 if unknown else status_for(exc.code)
         return self.render("problem.html", status, headline=headline, message=exc.message, code=exc.code)
 
     def closed(self, link: dict[str, Any], kind: str, headline: str, why: str) -> HTMLResponse:
@@ -261,7 +264,7 @@ class Pages:
             by_field.update(parse_errors)  # text that is no JSON says so, not "is required"
             return self.form(link, 422, submitted, by_field, general)
         if exc.code in ("payload_malformed", "payload_too_large"):
-            return self.form(link, _status(exc.code), submitted, parse_errors, [exc.message])
+            return self.form(link, status_for(exc.code), submitted, parse_errors, [exc.message])
         if exc.code in ("wait_settled", "wait_expired", "permission_invalid"):
             try:  # answered, revoked or expired meanwhile: show what happened, as a GET would
                 link = await self.link(token)
@@ -271,15 +274,6 @@ class Pages:
             if closed is not None:
                 return self.closed(link, *closed)
         return self.problem(exc)
-
-
-def _status(code: str) -> int:
-    try:
-        from .statuses import status_for
-    except ImportError:  # until the api slice's table is merged
-        return {"payload_malformed": 400, "payload_too_large": 413, "permission_invalid": 403}.get(code, 500)
-    result: int = status_for(code)
-    return result
 
 
 def _shown_json(value: Any) -> str:
