@@ -7,7 +7,7 @@ import path from 'node:path';
 import { EnvHookFailure, runEnvHook } from './envhook.mjs';
 import { dumpJson, isJsonObject, parseJson } from './json.mjs';
 import { glob, listing } from './glob.mjs';
-import { buildRequest, DEFAULT_HTTP_TIMEOUT, HttpError, httpProblems, httpReport, requestRecord, send } from './http.mjs';
+import { buildRequest, DEFAULT_HTTP_TIMEOUT, headerMap, HttpError, httpProblems, httpReport, requestRecord, send } from './http.mjs';
 import { match, matchFrames, ScenarioError, substitute } from './matching.mjs';
 import { baseEnv, DEFAULT_USER, osAccount, runProcess, StartError } from './process.mjs';
 import { copyInto, initKey, keep } from './reuse_init.mjs';
@@ -307,9 +307,24 @@ export class ScenarioRun {
     }
     const expect = this.sub(step.data.expect ?? {}, `${step.where}.expect`);
     const trial = { ...this.captures };
-    const problems = httpProblems(expect, response, trial);
+    const problems = [...httpProblems(expect, response, trial), ...this.httpErrorProblems(response)];
     if (problems.length) this.fail(step.label, problems, null, { details: httpReport(request, response) });
     Object.assign(this.captures, trial);
+  }
+
+  /** A JSON answer with a 4xx or 5xx status is the error document (FORMAT.md §9, §11). */
+  httpErrorProblems(response) {
+    const kind = (headerMap(response)['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    const ref = this.documents.errorDocument;
+    if (response.status < 400 || kind !== 'application/json' || ref === null) return [];
+    let document;
+    try {
+      document = parseJson(response.body);
+    } catch (err) {
+      return [`the body of a ${response.status} answer says application/json but is not JSON (${err.message})`];
+    }
+    const problem = this.documents.problem(document, ref);
+    return problem === null ? [] : [`the body of a ${response.status} answer does not match ${ref}: ${problem}${this.cited()}`];
   }
 
   async step_session(step) {

@@ -375,10 +375,25 @@ class ScenarioRun:
             return
         expect = self._sub(step.data.get("expect", {}), f"{step.where}.expect")
         trial = dict(self.captures)
-        problems = http_problems(expect, response, trial)
+        problems = http_problems(expect, response, trial) + self._http_error_problems(response)
         if problems:
             self._fail(step.label, problems, None, details=http_report(request, response))
         self.captures.update(trial)
+
+    def _http_error_problems(self, response: Any) -> list[str]:
+        """A JSON answer with a 4xx or 5xx status is the error document (FORMAT.md §9, §11)."""
+        kind = response.header_map().get("content-type", "").split(";")[0].strip().lower()
+        ref = self.schemas.error_document
+        if response.status < 400 or kind != "application/json" or ref is None:
+            return []
+        try:
+            document = json.loads(response.body)
+        except ValueError as exc:
+            return [f"the body of a {response.status} answer says application/json but is not JSON ({exc})"]
+        problem = self.schemas.problem(document, ref)
+        if problem is None:
+            return []
+        return [f"the body of a {response.status} answer does not match {ref}: {problem}{self._cited()}"]
 
     def _step_session(self, step: Step) -> None:
         """Start the process, run the sub-steps while it runs, then end whatever is still open."""

@@ -78,6 +78,8 @@ def test_a_status_other_than_2xx_fails_unless_expected_and_the_report_shows_both
     assert "request: GET http://127.0.0.1:" in out
     assert "response: 503 Echo" in out
     assert "  | X-Twice: two" in out
+    # a JSON answer with an error status must be the core's error document
+    assert "the body of a 503 answer does not match errors.schema.json#/$defs/errorDocument" in out
 
 
 def test_a_header_or_json_mismatch_names_the_header_and_the_path(suite):

@@ -6,6 +6,12 @@ rewritten: the status only tells an HTTP client what kind of refusal it is."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+from ..domain.errors import SwampError
+
 STATUSES: dict[str, int] = {
     # the request itself is wrong
     "invalid_request": 400,
@@ -50,3 +56,27 @@ RETRY_AFTER: dict[int, int] = {503: 2, 429: 1}
 def status_for(code: str) -> int:
     """The HTTP status of a core error code; anything not in the table is 500."""
     return STATUSES.get(code, 500)
+
+
+def error_response(
+    code: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    status: int | None = None,
+) -> JSONResponse:
+    """The core's error document, `{"error": {code, message, details}}`, with its status (`status`
+    only for a refusal the gateway makes itself: 401 for a missing token)."""
+    status = status or status_for(code)
+    sent = {"Cache-Control": "no-store", **(headers or {})}
+    if status in RETRY_AFTER and "Retry-After" not in sent:
+        sent["Retry-After"] = str(RETRY_AFTER[status])
+    body = {"error": {"code": code, "message": message, "details": details or {}}}
+    return JSONResponse(body, status_code=status, headers=sent)
+
+
+def refusal(exc: SwampError, *, headers: dict[str, str] | None = None) -> JSONResponse:
+    """A core refusal as it is: its code, message and details, never rewritten."""
+    doc = exc.to_dict()
+    return error_response(doc["code"], doc["message"], doc.get("details"), headers=headers)

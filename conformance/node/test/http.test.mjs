@@ -56,6 +56,7 @@ describe('http steps in the node runner', { concurrency: 2 }, () => {
     includes(out, 'request: GET http://127.0.0.1:');
     includes(out, 'response: 503 Echo');
     includes(out, '  | X-Twice: two');
+    includes(out, 'the body of a 503 answer does not match errors.schema.json#/$defs/errorDocument');
   });
 
   test('nothing listening is a readable failure', async () => {
