@@ -230,3 +230,21 @@ def test_a_revoked_or_expired_link_says_so_and_takes_nothing(repo: Repo, gateway
     fresh, _ = grant(repo, wait_id)
     page = httpx.get(f"{gateway_of(repo, {'SWAMP_NOW': past_deadline})}/a/{fresh}")
     assert page.status_code == 410 and "deadline has passed" in page.text and "<form" not in page.text
+
+
+def test_a_form_past_the_body_cap_is_refused_before_it_is_read(repo: Repo, gateway_of: Any) -> None:
+    _, wait_id = waiting(repo)
+    token, _ = grant(repo, wait_id)
+    page = httpx.post(f"{gateway_of(repo)}/a/{token}", data={"$/verdict": "x" * (1024 * 1024 + 1)})
+    assert page.status_code == 413 and "too large" in page.text and "<form" not in page.text
+    assert wait_doc(repo, wait_id)["status"] == "open"
+
+
+def test_guessing_links_is_slowed_then_refused_for_a_while(repo: Repo, gateway_of: Any) -> None:
+    waiting(repo)
+    gateway = gateway_of(repo)
+    statuses = [httpx.get(f"{gateway}/a/swp_{'a' * 31}{c}").status_code for c in "bcdefghijklm"]
+    assert statuses[:10] == [404] * 10 and statuses[-1] == 429
+    refused = httpx.get(f"{gateway}/a/swp_{'b' * 32}")
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+    assert "Too many requests" in refused.text

@@ -67,7 +67,12 @@ RECEIPT = {
 class FakeGateway:
     """Answers the two requests the pages make from fixed documents."""
 
+    resume = True
+
     def __init__(self, link: dict[str, Any]) -> None:
+        from swamp.gateway.limits import Limits
+
+        self.limits = Limits.make(1000.0)
         self.link = link
         self.asked: list[tuple[str, dict[str, Any]]] = []
 

@@ -14,6 +14,7 @@ when the gateway starts), so a page elsewhere cannot post an answer through a pe
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import hmac
@@ -21,6 +22,7 @@ import json
 import secrets
 from importlib import resources
 from typing import Any
+from urllib.parse import parse_qsl
 
 from jinja2 import Environment, PackageLoader
 from starlette.requests import Request
@@ -29,7 +31,9 @@ from starlette.routing import BaseRoute, Route
 
 from ..domain.errors import SwampError
 from . import forms
+from .api import client_of, note
 from .inward import Gateway
+from .limits import MAX_BODY, REFUSED_TOKEN_DELAY, BodyTimeout, BodyTooLarge, read_body, retry_after
 from .statuses import status_for
 
 CSRF_FIELD = "_csrf"
@@ -141,9 +145,7 @@ class Pages:
         self.gateway = gateway
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.env = _environment()
-        # Continue the run on an answer when nothing else is open (default on); a gateway without
-        # the setting continues.
-        self.resume = bool(getattr(gateway, "resume", True))
+        self.resume = gateway.resume  # continue the run on an answer when nothing else is open
 
     def render(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = self.env.get_template(template).render(**context)
@@ -194,12 +196,43 @@ class Pages:
             **self._wait_context(link),
         )
 
-    async def link(self, token: str) -> dict[str, Any]:
-        return await self.gateway.ask("workflow.link.show", {"token": token})
+    async def link(self, request: Request, token: str) -> dict[str, Any]:
+        """The link's permission and wait; a token swamp does not know costs the client one of its
+        refusals and is answered a moment later, as on the JSON API (GATEWAY-094)."""
+        try:
+            return await self.gateway.ask("workflow.link.show", {"token": token})
+        except SwampError as exc:
+            note(request, exc.code)
+            if exc.code == "permission_invalid":
+                self.gateway.limits.refused(client_of(request))
+                await asyncio.sleep(REFUSED_TOKEN_DELAY)
+            raise
+
+    def too_many(self, request: Request, token: str) -> Response | None:
+        """A page past the gateway's rates (per client, refused tokens, per token: GATEWAY-092..094)."""
+        limits, client = self.gateway.limits, client_of(request)
+        for wait in (limits.client_wait(client), limits.refused_wait(client), limits.token_wait(token)):
+            if wait > 0:
+                note(request, "too_many_requests")
+                after = retry_after(wait)
+                page = self.render(
+                    "problem.html",
+                    429,
+                    headline="Too many requests",
+                    message=f"Too many requests from here; try again in {after} seconds.",
+                    code="too_many_requests",
+                )
+                page.headers["Retry-After"] = after
+                return page
+        return None
 
     async def get(self, request: Request) -> Response:
+        token = request.path_params["token"]
+        refused = self.too_many(request, token)
+        if refused is not None:
+            return refused
         try:
-            link = await self.link(request.path_params["token"])
+            link = await self.link(request, token)
         except SwampError as exc:
             return self.problem(exc)
         closed = closed_state(link)
@@ -212,15 +245,24 @@ class Pages:
 
     async def post(self, request: Request) -> Response:
         token = request.path_params["token"]
+        refused = self.too_many(request, token)
+        if refused is not None:
+            return refused
         try:
-            link = await self.link(token)
+            link = await self.link(request, token)
         except SwampError as exc:
             return self.problem(exc)
         closed = closed_state(link)
         if closed is not None:  # a second POST (a reload) of a used link: what happened, no form
             return self.closed(link, *closed)
-        async with request.form(max_files=0, max_fields=2000) as data:
-            submitted = {key: [str(v) for v in data.getlist(key)] for key in data}
+        try:
+            submitted = await read_form_fields(request)
+        except BodyTooLarge:
+            note(request, "payload_too_large")
+            return self.problem(SwampError("The form is too large to be an answer", code="payload_too_large"))
+        except BodyTimeout:
+            headline, why = "The form took too long to arrive", "Open the link again and send the answer."
+            return self.render("problem.html", 408, headline=headline, message=why, code=None)
         sent_csrf = (submitted.get(CSRF_FIELD) or [""])[0]
         if not csrf_ok(self.secret, link["permission"]["id"], sent_csrf):
             return self.form(
@@ -246,7 +288,8 @@ class Pages:
         try:
             result = await self.gateway.ask("workflow.signal", request_body)
         except SwampError as exc:
-            return await self.refused(token, link, submitted, reading.errors, exc)
+            note(request, exc.code)
+            return await self.refused(request, token, link, submitted, reading.errors, exc)
         if reading.errors:
             return self.form(link, 422, submitted, reading.errors)
         return self.render(
@@ -259,6 +302,7 @@ class Pages:
 
     async def refused(
         self,
+        request: Request,
         token: str,
         link: dict[str, Any],
         submitted: forms.Form,
@@ -274,13 +318,24 @@ class Pages:
             return self.form(link, status_for(exc.code), submitted, parse_errors, [exc.message])
         if exc.code in ("wait_settled", "wait_expired", "permission_invalid"):
             try:  # answered, revoked or expired meanwhile: show what happened, as a GET would
-                link = await self.link(token)
+                link = await self.link(request, token)
             except SwampError as again:
                 return self.problem(again)
             closed = closed_state(link)
             if closed is not None:
                 return self.closed(link, *closed)
         return self.problem(exc)
+
+
+async def read_form_fields(request: Request) -> dict[str, list[str]]:
+    """A form-encoded body (what a browser sends), each name with its values in order; the body is
+    capped (limits.py) before it is parsed."""
+    body = await read_body(request, MAX_BODY)
+    fields: dict[str, list[str]] = {}
+    text = body.decode("utf-8", errors="replace")
+    for name, value in parse_qsl(text, keep_blank_values=True, max_num_fields=5000, errors="replace"):
+        fields.setdefault(name, []).append(value)
+    return fields
 
 
 def _shown_json(value: Any) -> str:
