@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import re
+import warnings
 from typing import Any
 
 import pytest
@@ -14,7 +15,10 @@ pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
 from starlette.applications import Starlette  # noqa: E402
-from starlette.testclient import TestClient  # noqa: E402
+
+with warnings.catch_warnings():  # Starlette's notice that its TestClient will move to httpx2
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient  # noqa: E402
 
 from swamp.domain.errors import SwampError  # noqa: E402
 from swamp.gateway import pages  # noqa: E402

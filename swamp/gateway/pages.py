@@ -193,6 +193,7 @@ class Pages:
             fields=fields,
             problems=problems or [],
             csrf=csrf_token(self.secret, link["permission"]["id"]),
+            answering=True,  # the deadline is shown while it still matters
             **self._wait_context(link),
         )
 
