@@ -37,9 +37,9 @@ SCHEMA = {
 def gateway_of() -> Iterator[Any]:
     started: list[subprocess.Popen[str]] = []
 
-    def start(repo: Repo, env: dict[str, str] | None = None) -> str:
+    def start(repo: Repo, env: dict[str, str] | None = None, *args: str) -> str:
         proc = subprocess.Popen(
-            [str(SWAMP), "gateway", "--listen", "127.0.0.1:0", "--repo-dir", str(repo.root)],
+            [str(SWAMP), "gateway", "--listen", "127.0.0.1:0", "--repo-dir", str(repo.root), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -248,3 +248,17 @@ def test_guessing_links_is_slowed_then_refused_for_a_while(repo: Repo, gateway_o
     refused = httpx.get(f"{gateway}/a/swp_{'b' * 32}")
     assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
     assert "Too many requests" in refused.text
+
+
+def test_without_continuation_the_answer_stands_and_the_run_waits_to_be_resumed(
+    repo: Repo, gateway_of: Any
+) -> None:
+    run_id, wait_id = waiting(repo)
+    token, _ = grant(repo, wait_id)
+    url = f"{gateway_of(repo, None, '--no-continue')}/a/{token}"
+    form = {"_csrf": csrf(httpx.get(url).text), "$/verdict": "ship", "$/count": "1"}
+    page = httpx.post(url, data=form)
+    assert page.status_code == 200 and "Answer received" in page.text
+    assert "The run stays suspended until someone resumes it" in page.text
+    assert wait_doc(repo, wait_id)["status"] != "open"
+    assert repo.swamp("workflow", "history", "get", run_id, "--json").json["status"] == "suspended"
