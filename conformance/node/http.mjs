@@ -115,11 +115,14 @@ export function send(request, timeout) {
       timedOut = true;
       req.destroy(new Error('timeout'));
     });
+    let answered = false; // an answer that came before the whole body was sent (413) still counts
     req.on('error', (err) => {
+      if (answered && !timedOut) return;
       if (timedOut) reject(new HttpError(`no answer within ${g(timeout)} s (the step may set \`timeout:\`)`));
       else reject(new HttpError(`${err.code ?? err.name}: ${err.message}`));
     });
     req.on('response', (res) => {
+      answered = true;
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('error', (err) => reject(new HttpError(`${err.code ?? err.name}: ${err.message}`)));

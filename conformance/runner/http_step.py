@@ -121,8 +121,17 @@ def send(request: Request, timeout: float) -> Response:
             conn.putheader("Content-Length", str(len(data)))
         if "connection" not in names:
             conn.putheader("Connection", "close")
-        conn.endheaders(data if data else None)
-        answer = conn.getresponse()
+        try:
+            conn.endheaders(data if data else None)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            # the server answered before it read the whole body (413) and closed: its answer may
+            # still be there to read
+            try:
+                answer = conn.getresponse()
+            except (OSError, http.client.HTTPException):
+                raise exc from None
+        else:
+            answer = conn.getresponse()
         body = answer.read()
         return Response(
             answer.status,
