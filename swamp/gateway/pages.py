@@ -37,10 +37,7 @@ from .limits import MAX_BODY, REFUSED_TOKEN_DELAY, BodyTimeout, BodyTooLarge, re
 from .statuses import status_for
 
 CSRF_FIELD = "_csrf"
-# A program (a test, a conformance scenario) that sends `X-Swamp-Form-Token: fetch` with its GET gets
-# the page's form token in this response header too: the same value the page's form holds, for one
-# that cannot read it out of HTML. A page elsewhere cannot read another origin's headers.
-FORM_TOKEN_HEADER = "X-Swamp-Form-Token"
+
 HEADERS = {
     "Cache-Control": "no-store",
     "Referrer-Policy": "no-referrer",
@@ -239,10 +236,7 @@ class Pages:
         closed = closed_state(link)
         if closed is not None:
             return self.closed(link, *closed)
-        page = self.form(link)
-        if request.headers.get(FORM_TOKEN_HEADER, "").lower() == "fetch":
-            page.headers[FORM_TOKEN_HEADER] = csrf_token(self.secret, link["permission"]["id"])
-        return page
+        return self.form(link)
 
     async def post(self, request: Request) -> Response:
         token = request.path_params["token"]
