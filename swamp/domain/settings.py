@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import SwampError
+from .errors import SettingsInvalid
+
+__all__ = ["SettingsInvalid"]  # defined in errors.py, so webhook_routes.py can raise it too
 
 if TYPE_CHECKING:
     from .access import Admins
@@ -25,13 +27,11 @@ MAX_HOOK_TIMEOUT = 3600
 # Top-level keys. `store` names where run state lives: a PostgreSQL URL (`postgresql://...`) or a
 # libpq service (`service=name`); absent, the file store under .swamp/ (SWAMP_STORE_URL overrides).
 # `admins` names who may answer past an answerer/approver policy with --override (ACCESS-020).
-TOP_KEYS = ("version", "hooks", "store", "admins")
+# `gateway` configures `swamp gateway` (spec/gateway.md); its `routes` are webhook_routes.py's.
+TOP_KEYS = ("version", "hooks", "store", "admins", "gateway")
+GATEWAY_KEYS = ("routes",)
 
 EXAMPLE = 'hooks: {waitOpened: {command: "sh hooks/notify.sh", timeout: 30}}'
-
-
-class SettingsInvalid(SwampError):
-    code = "settings_invalid"
 
 
 # Plain classes, not dataclasses or NamedTuples: every command on runs imports this module
@@ -59,7 +59,7 @@ class Hook:
 
 
 class Settings:
-    __slots__ = ("_admins", "hooks", "store", "version")
+    __slots__ = ("_admins", "hooks", "routes", "store", "version")
 
     def __init__(
         self,
@@ -67,8 +67,10 @@ class Settings:
         hooks: tuple[Hook, ...] = (),
         store: str | None = None,
         admins: Admins | None = None,
+        routes: dict[str, Any] | None = None,
     ) -> None:
         self.version = version
+        self.routes = routes  # gateway.routes as written (shape checked; webhook_routes.load_routes)
         self.hooks = hooks
         self.store = store  # None: the file store
         self._admins = admins  # None: nobody may override a policy
@@ -82,12 +84,13 @@ class Settings:
         return self._admins
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Settings) and (self.version, self.hooks, self.store, self._admins) == (
-            other.version,
-            other.hooks,
-            other.store,
-            other._admins,
-        )
+        return isinstance(other, Settings) and (
+            self.version,
+            self.hooks,
+            self.store,
+            self._admins,
+            self.routes,
+        ) == (other.version, other.hooks, other.store, other._admins, other.routes)
 
     def __hash__(self) -> int:
         return hash((self.version, self.hooks, self.store, self._admins))
@@ -95,7 +98,7 @@ class Settings:
     def __repr__(self) -> str:
         return (
             f"Settings(version={self.version!r}, hooks={self.hooks!r}, store={self.store!r}, "
-            f"admins={self._admins!r})"
+            f"admins={self._admins!r}, routes={self.routes!r})"
         )
 
     def hooks_for(self, event: dict[str, Any]) -> list[Hook]:
@@ -146,7 +149,31 @@ def parse_settings(doc: Any) -> Settings:
         hooks=_hooks(doc.get("hooks")),
         store=_store(doc.get("store")),
         admins=_admins(doc.get("admins")) if "admins" in doc else None,
+        **_gateway(doc.get("gateway")),
     )
+
+
+def _gateway(raw: Any) -> dict[str, Any]:
+    """`gateway: {routes: {NAME: ...}}`: the webhook routes' shape (webhook_routes.check_routes)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise _refuse(
+            "gateway", f"must be a mapping, not {_kind(raw)}", "write it as `gateway: {routes: {...}}`"
+        )
+    for key in raw:
+        if key not in GATEWAY_KEYS:
+            raise _refuse(
+                f"gateway.{key}",
+                "is not a gateway setting",
+                f"{_did_you_mean(key, GATEWAY_KEYS)}gateway has {', '.join(GATEWAY_KEYS)}",
+            )
+    found: dict[str, Any] = {}
+    if raw.get("routes") is not None:
+        from .webhook_routes import check_routes
+
+        found["routes"] = check_routes(raw["routes"])
+    return found
 
 
 def _admins(raw: Any) -> Admins:

@@ -99,4 +99,6 @@ def settings_document(settings: Settings) -> dict[str, Any]:
         doc["store"] = settings.store
     if settings.admins.describe():
         doc["admins"] = {key: names for key, names in settings.admins.to_dict().items() if names}
+    if settings.routes:
+        doc["gateway"] = {"routes": settings.routes}
     return doc
