@@ -115,6 +115,9 @@ async def deliver(gateway: Gateway, table: dict[str, HookRoute], request: Reques
             {"route": name, "verify": route.verify},
         )
     document = parse_body(body, headers.get("content-type", ""))
+    if route.verify == "slack" and isinstance(document, dict) and document.get("type") == "url_verification":
+        # Slack's Events API checks a new Request URL with this signed handshake: echo it, deliver nothing.
+        return {"challenge": document.get("challenge")}
     try:
         address = route.address(document, headers)
         payload = route.build_payload(document, headers)
