@@ -62,6 +62,7 @@ def waiter(repo: Repo, name: str) -> str:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Repo, Client, Path]]:
     """(repository, a client of serve's stdin/stdout, serve's socket path)."""
     repo = make_repo(tmp_path_factory.mktemp("client") / "repo")
+    (repo.root / ".swamp.yaml").write_text("version: 1\ngateway: {publicUrl: 'https://swamp.example.com'}\n")
     sock = Path(tmp_path_factory.mktemp("sock", numbered=True)) / "s.sock"
     if len(str(sock)) > 100:  # Unix socket paths are short
         sock = Path(f"/tmp/swcl-{os.getpid()}.sock")
@@ -174,6 +175,10 @@ def test_grant_signal_with_its_token_and_revoke(repo, client):
         client.signal(wait_id, {"verdict": "ship"}, token=unused["token"])
     assert refused.value.details["reason"] == "revoked" and unused["token"] not in str(refused.value)
     token = granted["permission"]["token"]
+    link = valid("workflow.wait.link", client.link(wait_id, expires="1d"))
+    assert link["url"] == "https://swamp.example.com/a/" + link["permission"]["token"]
+    shown = valid("workflow.link.show", client.link_show(link["permission"]["token"]))
+    assert shown["permission"]["state"] == "live" and shown["wait"]["waitId"] == wait_id
     answer = valid("workflow.signal", client.signal(wait_id, {"verdict": "ship"}, token=token))
     assert answer["signal"]["permissionId"] == granted["permission"]["id"]
 

@@ -112,7 +112,7 @@ def refusal(routes: Any) -> SettingsInvalid:
 
 def test_a_good_route_is_kept_as_written_and_survives_the_settings_copy():
     settings = parse_settings({"version": 1, "gateway": {"routes": {"ci": GOOD}}})
-    assert settings.routes == {"ci": GOOD}
+    assert settings.gateway_routes == {"ci": GOOD}
     from swamp.store.settings import settings_document
 
     assert parse_settings(settings_document(settings)) == settings
@@ -143,10 +143,11 @@ def test_a_bad_route_is_refused_naming_its_key_and_the_fix(change: dict[str, Any
 def test_a_route_needs_a_wait_or_a_run_and_step_and_a_usable_name():
     without = {k: v for k, v in GOOD.items() if k != "wait"}
     assert "`run` and `step`" in str(refusal({"ci": without}))
-    assert parse_settings({"gateway": {"routes": {"ci": {**without, "run": "r", "step": "s"}}}}).routes
+    by_run = {**without, "run": "r", "step": "s"}
+    assert parse_settings({"gateway": {"routes": {"ci": by_run}}}).gateway_routes
     assert "route name" in str(refusal({"a/b": GOOD}))
     assert "mapping" in str(refusal([GOOD]))
-    with pytest.raises(SettingsInvalid, match="gateway has routes"):
+    with pytest.raises(SettingsInvalid, match="gateway has publicUrl, routes"):
         parse_settings({"gateway": {"route": {}}})
 
 

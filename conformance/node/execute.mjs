@@ -7,6 +7,7 @@ import path from 'node:path';
 import { EnvHookFailure, runEnvHook } from './envhook.mjs';
 import { dumpJson, isJsonObject, parseJson } from './json.mjs';
 import { glob, listing } from './glob.mjs';
+import { buildRequest, DEFAULT_HTTP_TIMEOUT, headerMap, HttpError, httpProblems, httpReport, requestRecord, send } from './http.mjs';
 import { match, matchFrames, ScenarioError, substitute } from './matching.mjs';
 import { baseEnv, DEFAULT_USER, osAccount, runProcess, StartError } from './process.mjs';
 import { copyInto, initKey, keep } from './reuse_init.mjs';
@@ -291,6 +292,41 @@ export class ScenarioRun {
     this.write(this.sub(step.data.write, `${step.where}.write`), `${step.where}.write`);
   }
 
+  /** One HTTP request; the response's status, headers and body matched (FORMAT.md §11). */
+  async step_http(step) {
+    const where = `${step.where}.http`;
+    const request = buildRequest(this.sub(step.data.http, where), rawText);
+    this.recordSent(step.label, requestRecord(buildRequest(this.placeholderSub(step.data.http, where), rawText)));
+    const timeout = Number(step.data.timeout ?? DEFAULT_HTTP_TIMEOUT);
+    let response;
+    try {
+      response = await send(request, timeout);
+    } catch (err) {
+      if (err instanceof HttpError) this.fail(step.label, [err.message], null, { details: httpReport(request, null) });
+      throw err;
+    }
+    const expect = this.sub(step.data.expect ?? {}, `${step.where}.expect`);
+    const trial = { ...this.captures };
+    const problems = [...httpProblems(expect, response, trial), ...this.httpErrorProblems(response)];
+    if (problems.length) this.fail(step.label, problems, null, { details: httpReport(request, response) });
+    Object.assign(this.captures, trial);
+  }
+
+  /** A JSON answer with a 4xx or 5xx status is the error document (FORMAT.md §9, §11). */
+  httpErrorProblems(response) {
+    const kind = (headerMap(response)['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    const ref = this.documents.errorDocument;
+    if (response.status < 400 || kind !== 'application/json' || ref === null) return [];
+    let document;
+    try {
+      document = parseJson(response.body);
+    } catch (err) {
+      return [`the body of a ${response.status} answer says application/json but is not JSON (${err.message})`];
+    }
+    const problem = this.documents.problem(document, ref);
+    return problem === null ? [] : [`the body of a ${response.status} answer does not match ${ref}: ${problem}${this.cited()}`];
+  }
+
   async step_session(step) {
     const session = new Session(this, step);
     let failed = true;
@@ -303,7 +339,7 @@ export class ScenarioRun {
       }
       for (const sub of step.substeps) {
         try {
-          if (['run', 'jsonl', 'files', 'write'].includes(sub.kind)) await this.step(sub);
+          if (['run', 'jsonl', 'files', 'write', 'http'].includes(sub.kind)) await this.step(sub);
           else await session.do(sub);
         } catch (err) {
           if (err instanceof SessionFailure) this.fail(sub.label, err.problems, null, { session });
@@ -469,7 +505,7 @@ export class ScenarioRun {
 
   // ------------------------------------------------------------------ reporting
 
-  fail(what, problems, result, { frames = false, listing: list = false, session = null } = {}) {
+  fail(what, problems, result, { frames = false, listing: list = false, session = null, details = [] } = {}) {
     const more = problems.length > 1 ? ` (+${problems.length - 1} more)` : '';
     const out = [`${what}: ${problems[0].split('\n')[0]}${more}`, `  scenario: ${this.scenario.id} (${this.displayPath})`];
     if (result) {
@@ -484,6 +520,7 @@ export class ScenarioRun {
     }
     if (session) out.push(...session.header());
     out.push('problems:', ...problems.map((p) => indent(p, '  - ', '    ')));
+    out.push(...details);
     if (session) out.push(...session.body());
     if (result) {
       if (result.stdin) out.push('stdin:', block(result.stdin));

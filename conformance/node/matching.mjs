@@ -9,7 +9,7 @@ import { deepCopy, jsonEqual, jsonType } from './values.mjs';
 
 export class ScenarioError extends Error {}
 
-export const MATCHERS = ['$any', '$absent', '$type', '$regex', '$contains', '$len', '$capture', '$not', '$eq'];
+export const MATCHERS = ['$any', '$absent', '$type', '$regex', '$contains', '$len', '$capture', '$not', '$eq', '$extract'];
 const TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array', 'null'];
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PLAIN_KEY = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -88,6 +88,7 @@ function checkMatcherArg(key, arg, path) {
     if (typeof arg !== 'string') throw new ScenarioError(`${where} takes a string`);
     if (!arg.includes('${')) compile(arg, where);
   }
+  if (key === '$extract') checkExtract(arg, where);
   if (key === '$capture' && !(typeof arg === 'string' && IDENT.test(arg))) {
     throw new ScenarioError(`${where} takes an identifier (letters, digits, _), got ${short(arg)}`);
   }
@@ -97,6 +98,29 @@ function checkMatcherArg(key, arg, path) {
   }
   if (key === '$not') checkExpected(arg, path);
   if (key === '$contains') (Array.isArray(arg) ? arg : [arg]).forEach((item, i) => checkExpected(item, `${path}.$contains[${i}]`));
+}
+
+/** `{$extract: {regex: P, name: N}}`: P a portable regex, N an identifier, nothing else. */
+function checkExtract(arg, where) {
+  const keys = isObject(arg) ? Object.keys(arg).sort().join(',') : '';
+  if (keys !== 'name,regex' || typeof arg.regex !== 'string') {
+    throw new ScenarioError(`${where} takes {regex: PATTERN, name: NAME}, got ${short(arg)}`);
+  }
+  if (!(typeof arg.name === 'string' && IDENT.test(arg.name))) {
+    throw new ScenarioError(`${where} name takes an identifier (letters, digits, _), got ${short(arg.name)}`);
+  }
+  if (!arg.regex.includes('${')) compile(arg.regex, where);
+}
+
+/**
+ * The text `$extract` stores: the first group of the first match (the whole match when the pattern
+ * has no group, "" when the group took no part); null when nothing matches.
+ */
+export function extracted(re, text) {
+  re.lastIndex = 0;
+  const found = re.exec(text);
+  if (found === null) return null;
+  return found.length > 1 ? (found[1] ?? '') : found[0];
 }
 
 function compile(pattern, where) {
@@ -159,6 +183,7 @@ function lengthOf(value) {
 function matchMatcher(expected, actual, captures, path) {
   checkExpected(expected, path);
   const out = [];
+  let pulled = null; // what `$extract` found
   for (const [key, arg] of Object.entries(expected)) {
     if (key === '$type') {
       const names = Array.isArray(arg) ? arg : [arg];
@@ -183,9 +208,14 @@ function matchMatcher(expected, actual, captures, path) {
       }
     } else if (key === '$eq' && !jsonEqual(arg, actual)) {
       out.push(new Mismatch(path, `expected exactly ${short(arg)}, got ${short(actual)}`));
+    } else if (key === '$extract') {
+      const found = typeof actual === 'string' ? extracted(compile(arg.regex, `${path}: $extract`), actual) : null;
+      if (found === null) out.push(new Mismatch(path, `expected a string matching /${arg.regex}/, got ${short(actual)}`));
+      else pulled = found;
     }
   }
   if (!out.length && own(expected, '$capture')) captures[expected.$capture] = deepCopy(actual);
+  if (!out.length && own(expected, '$extract')) captures[expected.$extract.name] = pulled;
   return out;
 }
 
@@ -285,6 +315,7 @@ export function capturedNames(expected) {
     if (Array.isArray(e)) e.forEach(walk);
     else if (isMatcher(e)) {
       if (typeof e.$capture === 'string') found.add(e.$capture);
+      if (isObject(e.$extract) && typeof e.$extract.name === 'string') found.add(e.$extract.name);
       if (own(e, '$contains')) walk(e.$contains);
     } else if (isObject(e)) Object.values(e).forEach(walk);
   };

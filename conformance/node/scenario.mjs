@@ -10,7 +10,9 @@ import { capturedNames, checkExpected, isMatcher, references, ScenarioError } fr
 import { bestError, Registry } from './schema.mjs';
 
 export const STDIO = 'stdio';
-const STEP_KEYS = { run: 'run', jsonl: 'jsonl', raw: 'jsonl', files: 'files', write: 'write', session: 'session' };
+const STEP_KEYS = { run: 'run', jsonl: 'jsonl', raw: 'jsonl', files: 'files', write: 'write', session: 'session', http: 'http' };
+// the keys of an `expect` whose matchers may capture
+const CAPTURING_KEYS = ['json', 'stdout', 'stderr', 'exit', 'frames', 'status', 'headers', 'body'];
 const SESSION_KEYS = { send: 'send', close: 'close', drop: 'drop', signal: 'signal', sleep: 'sleep', connect: 'connect' };
 export const PREDEFINED = new Set(['account']);
 
@@ -96,7 +98,7 @@ function loadStep(index, raw, parent, schema) {
   if (parent === null) {
     kinds = new Set(Object.keys(raw).filter((k) => k in STEP_KEYS).map((k) => STEP_KEYS[k]));
     if (kinds.size !== 1) {
-      throw new ScenarioError(`${where}: a step needs exactly one of \`run\`, \`jsonl\` (and/or \`raw\`), \`files\`, \`write\`, \`session\`; got keys ${pyKeys(raw)}`);
+      throw new ScenarioError(`${where}: a step needs exactly one of \`run\`, \`jsonl\` (and/or \`raw\`), \`files\`, \`write\`, \`http\`, \`session\`; got keys ${pyKeys(raw)}`);
     }
   } else {
     kinds = subKinds(raw, where);
@@ -113,6 +115,7 @@ function loadStep(index, raw, parent, schema) {
   for (const [key, value] of Object.entries(raw.expect ?? {})) {
     if (key === 'only') continue;
     if (key === 'frames') value.forEach((frame, i) => checkExpected(frame, `${where}.expect.frames[${i}]`));
+    else if (key === 'headers') checkHeaders(value, `${where}.expect.headers`);
     else checkValue(value, `${where}.expect.${key}`, key === 'json');
   }
   if (kind === 'files') {
@@ -142,7 +145,7 @@ function subKinds(raw, where) {
   }
   if (!kinds.size && 'expect' in raw) kinds.add('expect');
   if (kinds.size !== 1) {
-    throw new ScenarioError(`${where}: a session's step needs exactly one of \`send\`, \`expect\`, \`close\`, \`drop\`, \`signal\`, \`sleep\`, \`connect\`, or an ordinary step (\`run\`, \`jsonl\`, \`files\`, \`write\`); got keys ${pyKeys(raw)}`);
+    throw new ScenarioError(`${where}: a session's step needs exactly one of \`send\`, \`expect\`, \`close\`, \`drop\`, \`signal\`, \`sleep\`, \`connect\`, or an ordinary step (\`run\`, \`jsonl\`, \`files\`, \`write\`, \`http\`); got keys ${pyKeys(raw)}`);
   }
   return kinds;
 }
@@ -167,6 +170,20 @@ function checkChannels(subs) {
       open.delete(name);
     }
   }
+}
+
+/** An `http` step's expected headers: names case-insensitive, each value a value or a matcher. */
+function checkHeaders(expected, where) {
+  const seen = new Map();
+  for (const name of Object.keys(expected)) {
+    const low = name.toLowerCase();
+    if (seen.has(low)) throw new ScenarioError(`${where}: '${seen.get(low)}' and '${name}' name the same header`);
+    seen.set(low, name);
+    if (isJsonObject(expected[name]) && !isMatcher(expected[name])) {
+      throw new ScenarioError(`${where}.${name}: expected a value or a matcher such as {$regex: ...}`);
+    }
+  }
+  checkExpected(expected, where);
 }
 
 function checkValue(value, where, scalarDictOk) {
@@ -207,7 +224,7 @@ function checkCaptures(scenario) {
       throw new ScenarioError(`${step.label} refers to unknown capture(s) ${missing.map((n) => '${' + n + '}').join(', ')} (captured by earlier steps: ${known}); write $\${name} for a literal \${name}`);
     }
     const expect = step.data.expect ?? {};
-    for (const n of capturedNames(['json', 'stdout', 'stderr', 'exit', 'frames'].map((k) => expect[k]))) defined.add(n);
+    for (const n of capturedNames(CAPTURING_KEYS.map((k) => expect[k]))) defined.add(n);
     if (step.kind === 'files') {
       for (const check of step.data.files) {
         for (const n of capturedNames(['count', 'json', 'text'].map((k) => check[k]))) defined.add(n);

@@ -39,6 +39,7 @@ class Channel {
     this.taken = new Set();
     this.reported = 0;
     this.eof = false;
+    this.checkFrames = true; // false: JSON lines that are not protocol frames (a session with `stdout: json`)
     this.pending = Buffer.alloc(0);
   }
 
@@ -72,7 +73,7 @@ class Channel {
       this.problems.push(`${this.name}: line ${this.lines.length} is not a JSON frame (${err.message}): ${short(line)}`);
       return;
     }
-    const problem = this.run.frameReport(this.frames.length, frame);
+    const problem = !this.checkFrames ? null : this.run.frameReport(this.frames.length, frame);
     if (problem) this.problems.push(`${this.name}: ${problem}`);
     this.frames.push(frame);
   }
@@ -137,7 +138,9 @@ export class Session {
       });
     });
     this.proc.stdin.on('error', () => {});
-    this.channel(STDIO).readFrom(this.proc.stdout);
+    const stdio = this.channel(STDIO);
+    if (this.step.data.session.stdout === 'json') stdio.checkFrames = false; // JSON lines, not frames (FORMAT.md §11)
+    stdio.readFrom(this.proc.stdout);
     this.proc.stderr.on('data', (b) => this.stderr.push(b));
     const ended = () => {
       this.stderrEnded = true;

@@ -17,6 +17,9 @@ from typing import Any
 
 from .envhook import EnvHookFailure, run_env_hook
 from .globbing import glob
+from .http_step import DEFAULT_HTTP_TIMEOUT, HttpError, build_request, send
+from .http_step import problems as http_problems
+from .http_step import report as http_report
 from .matching import json_text, match, match_frames, short, substitute
 from .reuse_init import TEMPLATES
 from .scenario import Scenario, Step, raw_text, repo_path
@@ -358,6 +361,40 @@ class ScenarioRun:
         self._record_write(step.label, self.placeholder_sub(step.data["write"], f"{step.where}.write"))
         self._write(self._sub(step.data["write"], f"{step.where}.write"), f"{step.where}.write")
 
+    def _step_http(self, step: Step) -> None:
+        """One HTTP request; the response's status, headers and body matched (FORMAT.md §11)."""
+        where = f"{step.where}.http"
+        request = build_request(self._sub(step.data["http"], where), raw_text)
+        shown = build_request(self.placeholder_sub(step.data["http"], where), raw_text)
+        self.record_sent(step, shown.record())
+        timeout = float(step.data.get("timeout", DEFAULT_HTTP_TIMEOUT))
+        try:
+            response = send(request, timeout)
+        except HttpError as exc:
+            self._fail(step.label, [str(exc)], None, details=http_report(request, None))
+            return
+        expect = self._sub(step.data.get("expect", {}), f"{step.where}.expect")
+        trial = dict(self.captures)
+        problems = http_problems(expect, response, trial) + self._http_error_problems(response)
+        if problems:
+            self._fail(step.label, problems, None, details=http_report(request, response))
+        self.captures.update(trial)
+
+    def _http_error_problems(self, response: Any) -> list[str]:
+        """A JSON answer with a 4xx or 5xx status is the error document (FORMAT.md §9, §11)."""
+        kind = response.header_map().get("content-type", "").split(";")[0].strip().lower()
+        ref = self.schemas.error_document
+        if response.status < 400 or kind != "application/json" or ref is None:
+            return []
+        try:
+            document = json.loads(response.body)
+        except ValueError as exc:
+            return [f"the body of a {response.status} answer says application/json but is not JSON ({exc})"]
+        problem = self.schemas.problem(document, ref)
+        if problem is None:
+            return []
+        return [f"the body of a {response.status} answer does not match {ref}: {problem}{self._cited()}"]
+
     def _step_session(self, step: Step) -> None:
         """Start the process, run the sub-steps while it runs, then end whatever is still open."""
         session = Session(self, step)
@@ -369,7 +406,7 @@ class ScenarioRun:
                 self._fail(f"{step.label} (starting the process)", failure.problems, None, session=session)
             for sub in step.substeps:
                 try:
-                    if sub.kind in ("run", "jsonl", "files", "write"):
+                    if sub.kind in ("run", "jsonl", "files", "write", "http"):
                         getattr(self, f"_step_{sub.kind}")(sub)
                     else:
                         session.do(sub)
@@ -570,6 +607,7 @@ class ScenarioRun:
         frames: bool = False,
         listing: bool = False,
         session: Session | None = None,
+        details: list[str] | None = None,
     ) -> None:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         out = [
@@ -589,6 +627,7 @@ class ScenarioRun:
             out += session.header()
         out.append("problems:")
         out += [_indent(p, "  - ", "    ") for p in problems]
+        out += details or []
         if session is not None:
             out += session.body()
         if result is not None:

@@ -28,7 +28,7 @@ _WHOLE_REF = re.compile(r"\$\{(" + IDENT + r")\}")
 _IDENT = re.compile(IDENT)
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
-MATCHERS = ("$any", "$absent", "$type", "$regex", "$contains", "$len", "$capture", "$not", "$eq")
+MATCHERS = ("$any", "$absent", "$type", "$regex", "$contains", "$len", "$capture", "$not", "$eq", "$extract")
 TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 
 
@@ -161,6 +161,8 @@ def _check_matcher_arg(key: str, arg: Any, path: str) -> None:
             raise ScenarioError(f"{where} takes a string")
         if "${" not in arg:  # may still hold a capture reference; checked again after substitution
             _compile(arg, where)
+    if key == "$extract":
+        _check_extract(arg, where)
     if key == "$capture" and not (isinstance(arg, str) and _IDENT.fullmatch(arg)):
         raise ScenarioError(f"{where} takes an identifier (letters, digits, _), got {short(arg)}")
     if key == "$len" and not (isinstance(arg, int) and not isinstance(arg, bool)):
@@ -172,6 +174,27 @@ def _check_matcher_arg(key: str, arg: Any, path: str) -> None:
     if key == "$contains":
         for i, item in enumerate(arg if isinstance(arg, list) else [arg]):
             check_expected(item, f"{path}.$contains[{i}]")
+
+
+def _check_extract(arg: Any, where: str) -> None:
+    """`{$extract: {regex: P, name: N}}`: P a portable regex, N an identifier, nothing else."""
+    if not (isinstance(arg, dict) and set(arg) == {"regex", "name"} and isinstance(arg["regex"], str)):
+        raise ScenarioError(f"{where} takes {{regex: PATTERN, name: NAME}}, got {short(arg)}")
+    if not (isinstance(arg["name"], str) and _IDENT.fullmatch(arg["name"])):
+        raise ScenarioError(
+            f"{where} name takes an identifier (letters, digits, _), got {short(arg['name'])}"
+        )
+    if "${" not in arg["regex"]:
+        _compile(arg["regex"], where)
+
+
+def extracted(pattern: re.Pattern[str], text: str) -> str | None:
+    """The text `$extract` stores: the first group of the first match (the whole match when the
+    pattern has no group, "" when the group took no part); None when nothing matches."""
+    found = pattern.search(text)
+    if found is None:
+        return None
+    return (found.group(1) or "") if pattern.groups else found.group(0)
 
 
 @functools.cache
@@ -244,6 +267,7 @@ def _match_matcher(
 ) -> list[Mismatch]:
     check_expected(expected, path)
     out: list[Mismatch] = []
+    pulled = ""  # what `$extract` found
     for key, arg in expected.items():
         if key == "$type":
             names = arg if isinstance(arg, list) else [arg]
@@ -266,8 +290,20 @@ def _match_matcher(
                 out.append(Mismatch(path, f"expected anything but {short(arg)}, got {short(actual)}"))
         elif key == "$eq" and not json_equal(arg, actual):
             out.append(Mismatch(path, f"expected exactly {short(arg)}, got {short(actual)}"))
+        elif key == "$extract":
+            found = None
+            if isinstance(actual, str):
+                found = extracted(_compile(arg["regex"], f"{path}: $extract"), actual)
+            if found is None:
+                out.append(
+                    Mismatch(path, f"expected a string matching /{arg['regex']}/, got {short(actual)}")
+                )
+            else:
+                pulled = found
     if not out and "$capture" in expected:
         captures[expected["$capture"]] = copy.deepcopy(actual)
+    if not out and "$extract" in expected:
+        captures[expected["$extract"]["name"]] = pulled
     return out
 
 
@@ -375,6 +411,8 @@ def captured_names(expected: Any) -> set[str]:
     elif is_matcher(expected):
         if isinstance(expected.get("$capture"), str):
             found.add(expected["$capture"])
+        if isinstance(expected.get("$extract"), dict) and isinstance(expected["$extract"].get("name"), str):
+            found.add(expected["$extract"]["name"])
         if "$contains" in expected:
             found |= captured_names(expected["$contains"])
     elif isinstance(expected, dict):

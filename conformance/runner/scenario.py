@@ -23,6 +23,7 @@ STEP_KEYS = {
     "files": "files",
     "write": "write",
     "session": "session",
+    "http": "http",
 }
 # the sub-steps of a session: the ordinary steps, and these (`expect` alone is a sub-step too)
 SESSION_KEYS = {
@@ -51,6 +52,7 @@ FEATURES = (
     "hooks",
     "held-signals",
     "access",
+    "gateway",
 )
 # Features a runner selects only when asked (--features): the run store being PostgreSQL is a
 # property of how the implementation is set up for the run (--env-hook), not of the implementation.
@@ -217,7 +219,7 @@ def _load_step(index: int, raw: dict[str, Any], parent: int | None = None) -> St
         if len(kinds) != 1:
             raise ScenarioError(
                 f"{where}: a step needs exactly one of `run`, `jsonl` (and/or `raw`), `files`, `write`, "
-                f"`session`; got keys {sorted(raw)}"
+                f"`http`, `session`; got keys {sorted(raw)}"
             )
     else:
         kinds = _sub_kinds(raw, where)
@@ -237,6 +239,8 @@ def _load_step(index: int, raw: dict[str, Any], parent: int | None = None) -> St
         if key == "frames":
             for i, frame in enumerate(value):
                 check_expected(frame, f"{where}.expect.frames[{i}]")
+        elif key == "headers":
+            _check_headers(value, f"{where}.expect.headers")
         else:
             _check_value(value, f"{where}.expect.{key}", scalar_dict_ok=key == "json")
     if kind == "files":
@@ -259,7 +263,7 @@ def _sub_kinds(raw: dict[str, Any], where: str) -> set[str]:
     if len(kinds) != 1:
         raise ScenarioError(
             f"{where}: a session's step needs exactly one of `send`, `expect`, `close`, `drop`, "
-            "`signal`, `sleep`, `connect`, or an ordinary step (`run`, `jsonl`, `files`, `write`); "
+            "`signal`, `sleep`, `connect`, or an ordinary step (`run`, `jsonl`, `files`, `write`, `http`); "
             f"got keys {sorted(raw)}"
         )
     return kinds
@@ -287,6 +291,19 @@ def _check_channels(subs: tuple[Step, ...]) -> None:
             if name == STDIO:
                 raise ScenarioError(f"{sub.where}: drop takes a connection; end the process with `signal`")
             open_.discard(name)
+
+
+def _check_headers(expected: dict[str, Any], where: str) -> None:
+    """An `http` step's expected headers: names case-insensitive (so two that differ only in case
+    are one too many), each value a value or a matcher."""
+    seen: dict[str, str] = {}
+    for name, value in expected.items():
+        if name.lower() in seen:
+            raise ScenarioError(f"{where}: {seen[name.lower()]!r} and {name!r} name the same header")
+        seen[name.lower()] = name
+        if isinstance(value, dict) and not is_matcher(value):
+            raise ScenarioError(f"{where}.{name}: expected a value or a matcher such as {{$regex: ...}}")
+    check_expected(expected, where)
 
 
 def _check_value(value: Any, where: str, *, scalar_dict_ok: bool) -> None:
@@ -320,6 +337,8 @@ def flat_steps(steps: tuple[Step, ...]) -> list[Step]:
     return out
 
 
+# the keys of an `expect` whose matchers may capture
+CAPTURING_KEYS = ("json", "stdout", "stderr", "exit", "frames", "status", "headers", "body")
 PREDEFINED = frozenset({"account"})  # ${account}: the OS account the implementation runs as
 
 
@@ -344,7 +363,7 @@ def _check_captures(scenario: Scenario) -> None:
                 f"(captured by earlier steps: {known}); write $${{name}} for a literal ${{name}}"
             )
         expect = step.data.get("expect", {})
-        defined |= captured_names([expect.get(k) for k in ("json", "stdout", "stderr", "exit", "frames")])
+        defined |= captured_names([expect.get(k) for k in CAPTURING_KEYS])
         for check in step.data.get("files", []) if step.kind == "files" else []:
             defined |= captured_names([check.get(k) for k in ("count", "json", "text")])
 

@@ -152,6 +152,8 @@ class Session:
             ) from None
         assert self.proc.stdout is not None and self.proc.stderr is not None
         channel = self._channel(STDIO)
+        if self.step.data["session"].get("stdout") == "json":
+            channel.frame_problem = _any_json  # JSON lines, but not protocol frames (FORMAT.md §11)
         self.threads.append(channel.read_from(self.proc.stdout))
         self.threads.append(self._collect_stderr(self.proc.stderr))
 
@@ -398,6 +400,11 @@ class Session:
         stderr = self.stderr_text()
         out += ["session stderr:", _block(stderr)]
         return out
+
+
+def _any_json(number: int, document: Any) -> None:
+    """A session with `stdout: json` checks its stdout lines are JSON, not that they are frames."""
+    return None
 
 
 def _cut(line: str, limit: int = 600) -> str:

@@ -32,6 +32,7 @@ _WORDS = {
     "--override": "access",
     "--connect": "access",
     "--socket-access": "access",
+    "gateway": "gateway",
 }
 # the `type` of a request a scenario sends (a `jsonl` step, a session `send`)
 _REQUESTS = {
@@ -42,6 +43,8 @@ _REQUESTS = {
     "events.subscribe": "events",
     "workflow.wait.grant": "access",
     "workflow.wait.revoke": "access",
+    "workflow.wait.link": "gateway",
+    "workflow.link.show": "gateway",
 }
 # a field of a request's payload that needs a feature
 _PAYLOAD_KEYS = {"token": "access", "override": "access"}
@@ -114,6 +117,10 @@ def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
             need("resume-from", "argv `resume --from`")
         if "jsonl" in step:
             need("jsonl", "a `jsonl` step")
+        if "link" in words and "wait" in words:
+            need("gateway", "argv `wait link`")
+        if "http" in step:
+            need("gateway", "an `http` step")
         if "connect" in step:
             need("unix-socket", "a `connect` step")
         if "signal" in step and not isinstance(step.get("run"), list):

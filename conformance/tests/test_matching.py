@@ -356,3 +356,32 @@ def test_frame_captures_are_kept_only_from_matching_frames():
     expected = [{"type": "event", "id": "r1", "event": {"waitId": {"$capture": "wait"}}}]
     assert match_frames(expected, actual, captures) == []
     assert captures == {"wait": "w1"}
+
+
+def test_extract_stores_the_first_group_of_the_first_match():
+    captures = {}
+    page = '<form><input type="hidden" name="_csrf" value="f0rm-t0ken"><input name="_csrf" value="x"></form>'
+    wanted = {"$extract": {"regex": 'name="_csrf" value="([^"]+)"', "name": "csrf"}}
+    assert match(wanted, page, captures) == [] and captures == {"csrf": "f0rm-t0ken"}
+    assert captured_names(wanted) == {"csrf"}
+    assert ok({"$extract": {"regex": "run_[0-9]+", "name": "r"}, "$regex": "^ok"}, "ok run_12 done", captures)
+    assert captures["r"] == "run_12"  # no group: the whole match
+    assert ok({"$extract": {"regex": "a(b)?c", "name": "g"}}, "ac", captures) and captures["g"] == ""
+    kept = {}
+    assert not ok({"$extract": {"regex": "z", "name": "n"}, "$type": "string"}, "abc", kept) and kept == {}
+    assert not ok(wanted, 42)
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        {"regex": "a"},
+        {"regex": "a", "name": "1x"},
+        {"regex": "(?=a)", "name": "n"},
+        "a",
+        {"regex": 1, "name": "n"},
+    ],
+)
+def test_extract_arguments_are_checked(arg):
+    with pytest.raises(ScenarioError, match=r"\$extract"):
+        check_expected({"$extract": arg})

@@ -29,6 +29,10 @@ def start_hooks(app: App, run: WorkflowRun, changes: list[dict[str, Any]]) -> No
         if not hooks:
             continue
         document = hook_document(app, run, event)
+        if event["event"] == "wait_opened" and settings.public_url is not None:
+            link = _link(app, run, event["waitId"])
+            if link is not None:
+                document["link"] = link
         for hook in hooks:
             jobs.append(
                 {
@@ -46,6 +50,51 @@ def start_hooks(app: App, run: WorkflowRun, changes: list[dict[str, Any]]) -> No
         from ..hooks.launch import launch
 
         launch(app.layout, jobs)
+
+
+def _link(app: App, run: WorkflowRun, wait_id: str) -> str | None:
+    """A one-use answer link for the wait just opened (GATEWAY-014); a hook without one still runs."""
+    try:
+        return hook_link(app, run, wait_id)
+    except Exception:  # noqa: BLE001 - an observer never fails the save, nor the hook
+        return None
+
+
+def hook_link(app: App, run: WorkflowRun, wait_id: str) -> str | None:
+    """The `link` of a waitOpened hook's document (GATEWAY-014): a one-use permission granted by
+    the account whose save opened the wait, when `gateway.publicUrl` is set and the wait has no
+    answerer policy (a link admits its bearer on its granter's behalf, and the opener is no
+    answerer the policy chose). None when there is no link to give. Made here, from the domain
+    alone, as links.py makes `wait link`'s (publish imports no use case)."""
+    from ..domain.instants import iso
+    from ..domain.permissions import grant
+
+    url = app.settings.public_url
+    if url is None:
+        return None
+    _, step = run.find_wait(wait_id)
+    wait = step.wait
+    if wait is None or wait.answerers is not None or step.status != "waiting" or wait.outcome is not None:
+        return None
+    now = app.clock.now()
+    permission, token = grant(now, app.user, app.on_behalf_of, expires_in=None, uses=1, note="hook link")
+    wait.permissions = [*(wait.permissions or []), permission]
+    entry: dict[str, Any] = {"at": iso(now), "by": app.user}
+    if app.on_behalf_of is not None:
+        entry["onBehalfOf"] = app.on_behalf_of
+    entry.update(
+        {
+            "action": "grant",
+            "waitId": wait_id,
+            "code": "accepted",
+            "permissionId": permission.id,
+            "link": "hook",
+        }
+    )
+    # Saved by the claim holder whose save opened the wait (publish runs under that claim), into
+    # the same run object it goes on with, so its later saves keep the permission.
+    app.runs.save_with_audit(run, entry)
+    return f"{url}/a/{token}"
 
 
 def hook_document(app: App, run: WorkflowRun, event: dict[str, Any]) -> dict[str, Any]:

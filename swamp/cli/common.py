@@ -194,6 +194,7 @@ COMMAND_REQUESTS = {
     "workflow wait show": "workflow.wait.show",
     "workflow wait grant": "workflow.wait.grant",
     "workflow wait revoke": "workflow.wait.revoke",
+    "workflow wait link": "workflow.wait.link",
     "workflow watch": "workflow.watch",
     "events": "events.subscribe",
     "model create": "model.create",

@@ -12,17 +12,62 @@ from .common import click
     required=True,
     help="Where to accept HTTP (port 0 picks a free one; the address is printed as a JSON line).",
 )
-@click.option("--public-url", metavar="URL", help="The address people and systems reach the gateway at.")
+@click.option(
+    "--public-url",
+    metavar="URL",
+    help="The address people and systems reach the gateway at (default: gateway.publicUrl of .swamp.yaml).",
+)
+@click.option("--certfile", metavar="FILE", help="Serve HTTPS with this PEM certificate (with --keyfile).")
+@click.option("--keyfile", metavar="FILE", help="The certificate's PEM private key (with --certfile).")
+@click.option(
+    "--continue/--no-continue",
+    "resume",
+    default=True,
+    help="An answer continues the run when nothing else is open, as `signal --resume` (default: on).",
+)
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0.1),
+    default=20.0,
+    show_default=True,
+    metavar="PER_SECOND",
+    help="Requests a second one client address may make on average (twice that at once).",
+)
+@click.option(
+    "--trust-proxy",
+    metavar="ADDRESSES",
+    help="Believe X-Forwarded-For from these addresses (comma-separated; your reverse proxy's).",
+)
 @click.option("--repo-dir", type=click.Path(file_okay=False), metavar="DIR", help="The repository.")
 @click.pass_context
-def gateway(ctx: click.Context, listen: str, public_url: str | None, repo_dir: str | None) -> None:
+def gateway(
+    ctx: click.Context,
+    listen: str,
+    public_url: str | None,
+    certfile: str | None,
+    keyfile: str | None,
+    resume: bool,
+    rate: float,
+    trust_proxy: str | None,
+    repo_dir: str | None,
+) -> None:
     """Answer waits over HTTP: one-time links for people, a JSON API, provider webhooks.
 
-    Needs the gateway extra: pip install 'swamp[gateway]'.
+    Needs the gateway extra: pip install 'swamp[gateway]'. It prints one JSON line,
+    {"listening": URL}, once it listens; logs one JSON line a request on stderr (never a token);
+    stops on SIGTERM or Ctrl-C after the requests in flight are answered.
+
+    \b
+    Routes:
+      GET  /healthz                        200 {"status": "ok"}
+      POST /v1/waits/WAIT_ID/signal        Authorization: Bearer TOKEN; the payload as the body
+      GET  /v1/waits/WAIT_ID               Authorization: Bearer TOKEN
+      GET  /a/TOKEN                        a link's answer page (swamp workflow wait link)
 
     \b
     Examples:
       swamp gateway --listen 127.0.0.1:8080 --public-url https://swamp.example.com
+      swamp gateway --listen 0.0.0.0:8443 --certfile cert.pem --keyfile key.pem
     """
     from ..domain.errors import SwampError
     from .output import print_error
@@ -34,11 +79,21 @@ def gateway(ctx: click.Context, listen: str, public_url: str | None, repo_dir: s
         raise click.UsageError(
             "the gateway needs its extra: pip install 'swamp[gateway]' (Starlette, uvicorn, Jinja2)"
         ) from None
-    from ..gateway.server import serve
+    from ..gateway.server import Options, serve
 
     root = ctx.find_root().obj or {}
+    options = Options(
+        listen=listen,
+        repo_dir=repo_dir or root.get("repo_dir"),
+        public_url=public_url,
+        certfile=certfile,
+        keyfile=keyfile,
+        resume=resume,
+        rate=rate,
+        trusted_proxies=trust_proxy,
+    )
     try:
-        ctx.exit(serve(listen, repo_dir=repo_dir or root.get("repo_dir"), public_url=public_url))
+        ctx.exit(serve(options))
     except SwampError as exc:
         print_error(exc, bool(root.get("json")))
         ctx.exit(exc.exit_code)

@@ -433,6 +433,7 @@ def workflow_wait() -> None:
       swamp workflow wait show WAIT_ID
       swamp workflow wait grant WAIT_ID --expires 2h --uses 1
       swamp workflow wait revoke PERMISSION_ID
+      swamp workflow wait link WAIT_ID --expires 1d
     """
 
 
@@ -618,6 +619,81 @@ def workflow_wait_grant(
         }
     )
     call(ctx, "workflow.wait.grant", payload, as_json=as_json, repo_dir=repo_dir, render=render)
+
+
+def _expires_seconds(expires: str | None) -> float | None:
+    """--expires DURATION in seconds, or a usage error naming --expires (ACCESS-044)."""
+    if expires is None:
+        return None
+    from ..domain.errors import InvalidRequest
+    from ..domain.permissions import MAX_EXPIRES
+    from ..protocol.requests import parse_duration
+
+    try:
+        within = parse_duration(expires)
+    except InvalidRequest as exc:
+        raise click.BadParameter(exc.message, param_hint="--expires") from None
+    if not 0 < within <= MAX_EXPIRES:
+        raise click.BadParameter(
+            "give a duration longer than 0 and at most ten years, such as 30m", param_hint="--expires"
+        )
+    return within
+
+
+@workflow_wait.command("link")
+@click.argument("wait_id", metavar="[WAIT_ID]", required=False, shell_complete=wait_ids)
+@click.option(
+    "--expires",
+    metavar="DURATION",
+    help="The link ends after DURATION (90s, 30m, 2h, 1d); by default when the wait settles.",
+)
+@override_option
+@wait_address_options
+@claim_option
+@output_options
+@click.pass_context
+def workflow_wait_link(
+    ctx: click.Context,
+    wait_id: str | None,
+    expires: str | None,
+    override: str | None,
+    run_id: str | None,
+    step: str | None,
+    job: str | None,
+    claim_timeout: float | None,
+    as_json: bool,
+    repo_dir: str | None,
+) -> None:
+    """Make a one-time answer link for the open wait WAIT_ID: <gateway.publicUrl>/a/<token>.
+
+    Whoever opens it answers the wait once, from a browser (a form made from the wait's schema)
+    or a program (swamp gateway's JSON API), on your behalf, as with `wait grant --uses 1`. The
+    link is printed once, here; it needs `gateway: {publicUrl: URL}` in .swamp.yaml and
+    `swamp gateway` listening there.
+
+    \b
+    Examples:
+      swamp workflow wait link wait_3bq... --expires 1d
+      swamp workflow wait link --run 3f2a --step qa-verdict --json | jq -r .url
+    """
+    within = _expires_seconds(expires)
+
+    def render(data: dict[str, Any]) -> None:
+        p = data["permission"]
+        limit = f"expires {p['expiresAt']}" if p.get("expiresAt") else "until the wait settles"
+        out(f"{style('Link made', 'green')}: {p['id']} for wait {p['waitId']} (one use, {limit})")
+        out(f"  {data['url']}")
+        out("  It is shown only now (swamp keeps its token's hash); send it to whoever answers.")
+
+    payload = _drop_none(
+        {
+            **wait_address(wait_id, run_id, step, job),
+            "expires": within,
+            "override": override,
+            "claimTimeout": claim_timeout,
+        }
+    )
+    call(ctx, "workflow.wait.link", payload, as_json=as_json, repo_dir=repo_dir, render=render)
 
 
 @workflow_wait.command("revoke")

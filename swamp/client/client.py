@@ -85,6 +85,8 @@ class Client:
         "workflow.wait.show": "wait_show",
         "workflow.wait.grant": "grant",
         "workflow.wait.revoke": "revoke",
+        "workflow.wait.link": "link",
+        "workflow.link.show": "link_show",
         "model.list": "models",
         "model.get": "get_model",
         "model.create": "create_model",
@@ -536,6 +538,47 @@ class Client:
                 repo_dir=repo_dir,
             ),
         )
+
+    def link(
+        self,
+        wait_id: str | None = None,
+        *,
+        run: str | None = None,
+        step: str | None = None,
+        job: str | None = None,
+        expires: str | float | None = None,
+        override: str | None = None,
+        claim_timeout: float | None = None,
+        repo_dir: PathArg | None = None,
+    ) -> r.LinkMade:
+        """`workflow.wait.link`: a one-use answer link for one open wait, `<gateway.publicUrl>/a/<token>`
+        (`["url"]`), granted as `grant(uses=1)` is; shown this once.
+
+        >>> url = client.link(wait_id, expires="1d")["url"]
+        """
+        return cast(
+            r.LinkMade,
+            self._ask(
+                "workflow.wait.link",
+                None,
+                wait_id=wait_id,
+                run=run,
+                step=step,
+                job=job,
+                expires=expires,
+                override=override,
+                claim_timeout=claim_timeout,
+                repo_dir=repo_dir,
+            ),
+        )
+
+    def link_show(self, token: str, *, repo_dir: PathArg | None = None) -> r.LinkShown:
+        """`workflow.link.show`: the permission a link's token is (its state) and its wait, as
+        `wait_show` gives it; never the token.
+
+        >>> client.link_show(token)["permission"]["state"]
+        """
+        return cast(r.LinkShown, self._ask("workflow.link.show", None, token=token, repo_dir=repo_dir))
 
     def revoke(
         self,

@@ -219,6 +219,26 @@ class PermissionGranted(TypedDict):
     next: list[str]
 
 
+class LinkMade(TypedDict):
+    """`workflow.wait.link`: the link (holding the token: shown this once) and its permission."""
+
+    url: str
+    permission: GrantedPermission
+    next: list[str]
+
+
+class LinkPermission(PermissionShown):
+    waitId: str
+    runId: str
+
+
+class LinkShown(TypedDict):
+    """`workflow.link.show`: the permission a token is, and its wait as `wait show` gives it."""
+
+    permission: LinkPermission
+    wait: WaitShow
+
+
 class RevokedPermission(PermissionShown):
     waitId: str
     runId: str
@@ -470,6 +490,8 @@ RESULT_TYPES: dict[str, type] = {
     "workflow.wait.show": WaitShow,
     "workflow.wait.grant": PermissionGranted,
     "workflow.wait.revoke": PermissionRevoked,
+    "workflow.wait.link": LinkMade,
+    "workflow.link.show": LinkShown,
     "model.list": ModelList,
     "model.get": ModelDetail,
     "model.create": ModelDefinition,

@@ -27,9 +27,10 @@ MAX_HOOK_TIMEOUT = 3600
 # Top-level keys. `store` names where run state lives: a PostgreSQL URL (`postgresql://...`) or a
 # libpq service (`service=name`); absent, the file store under .swamp/ (SWAMP_STORE_URL overrides).
 # `admins` names who may answer past an answerer/approver policy with --override (ACCESS-020).
-# `gateway` configures `swamp gateway` (spec/gateway.md); its `routes` are webhook_routes.py's.
+# `gateway` configures `swamp gateway` (spec/gateway.md): `publicUrl`, the address people reach it
+# at (a link is `<publicUrl>/a/<token>`), and `routes` (provider webhooks, read by the gateway).
 TOP_KEYS = ("version", "hooks", "store", "admins", "gateway")
-GATEWAY_KEYS = ("routes",)
+GATEWAY_KEYS = ("publicUrl", "routes")
 
 EXAMPLE = 'hooks: {waitOpened: {command: "sh hooks/notify.sh", timeout: 30}}'
 
@@ -59,7 +60,7 @@ class Hook:
 
 
 class Settings:
-    __slots__ = ("_admins", "hooks", "routes", "store", "version")
+    __slots__ = ("_admins", "gateway_routes", "hooks", "public_url", "store", "version")
 
     def __init__(
         self,
@@ -67,13 +68,16 @@ class Settings:
         hooks: tuple[Hook, ...] = (),
         store: str | None = None,
         admins: Admins | None = None,
-        routes: dict[str, Any] | None = None,
+        public_url: str | None = None,
+        gateway_routes: dict[str, Any] | None = None,
     ) -> None:
         self.version = version
-        self.routes = routes  # gateway.routes as written (shape checked; webhook_routes.load_routes)
         self.hooks = hooks
         self.store = store  # None: the file store
         self._admins = admins  # None: nobody may override a policy
+        self.public_url = public_url  # gateway.publicUrl, without a trailing slash (GATEWAY-011)
+        # gateway.routes as written, shape checked (webhook_routes.py; the gateway loads them)
+        self.gateway_routes = gateway_routes
 
     @property
     def admins(self) -> Admins:
@@ -89,16 +93,17 @@ class Settings:
             self.hooks,
             self.store,
             self._admins,
-            self.routes,
-        ) == (other.version, other.hooks, other.store, other._admins, other.routes)
+            self.public_url,
+            self.gateway_routes,
+        ) == (other.version, other.hooks, other.store, other._admins, other.public_url, other.gateway_routes)
 
     def __hash__(self) -> int:
-        return hash((self.version, self.hooks, self.store, self._admins))
+        return hash((self.version, self.hooks, self.store, self._admins, self.public_url))
 
     def __repr__(self) -> str:
         return (
             f"Settings(version={self.version!r}, hooks={self.hooks!r}, store={self.store!r}, "
-            f"admins={self._admins!r}, routes={self.routes!r})"
+            f"admins={self._admins!r}, public_url={self.public_url!r})"
         )
 
     def hooks_for(self, event: dict[str, Any]) -> list[Hook]:
@@ -144,36 +149,61 @@ def parse_settings(doc: Any) -> Settings:
     version = doc.get("version", 1)
     if version != 1 or isinstance(version, bool):
         raise _refuse("version", f"is {version!r}", "write `version: 1` (the only version there is)")
+    public_url, routes = _gateway(doc.get("gateway")) if "gateway" in doc else (None, None)
     return Settings(
         version=1,
         hooks=_hooks(doc.get("hooks")),
         store=_store(doc.get("store")),
         admins=_admins(doc.get("admins")) if "admins" in doc else None,
-        **_gateway(doc.get("gateway")),
+        public_url=public_url,
+        gateway_routes=routes,
     )
 
 
-def _gateway(raw: Any) -> dict[str, Any]:
-    """`gateway: {routes: {NAME: ...}}`: the webhook routes' shape (webhook_routes.check_routes)."""
-    if raw is None:
-        return {}
+def _gateway(raw: Any) -> tuple[str | None, dict[str, Any] | None]:
+    """`gateway: {publicUrl: URL, routes: {...}}` (GATEWAY-011): publicUrl an http(s) URL with a
+    host and no query, fragment or credentials; routes a mapping (judged by the gateway)."""
+    example = "gateway: {publicUrl: https://swamp.example.com}"
     if not isinstance(raw, dict):
-        raise _refuse(
-            "gateway", f"must be a mapping, not {_kind(raw)}", "write it as `gateway: {routes: {...}}`"
-        )
+        raise _refuse("gateway", f"must be a mapping, not {_kind(raw)}", f"write it as `{example}`")
     for key in raw:
         if key not in GATEWAY_KEYS:
             raise _refuse(
                 f"gateway.{key}",
                 "is not a gateway setting",
-                f"{_did_you_mean(key, GATEWAY_KEYS)}gateway has {', '.join(GATEWAY_KEYS)}",
+                f"{_did_you_mean(key, GATEWAY_KEYS)}gateway has {', '.join(GATEWAY_KEYS)}, "
+                f"such as `{example}`",
             )
-    found: dict[str, Any] = {}
-    if raw.get("routes") is not None:
-        from .webhook_routes import check_routes
+    url = raw.get("publicUrl")
+    if url is not None:
+        url = public_url(url, "gateway.publicUrl")
+    routes = raw.get("routes")
+    if routes is not None:
+        from .webhook_routes import check_routes  # the routes' shape (GATEWAY-070), without CEL
 
-        found["routes"] = check_routes(raw["routes"])
-    return found
+        routes = check_routes(routes)
+    return url, routes
+
+
+def public_url(raw: Any, where: str) -> str:
+    """An address people reach the gateway at, without its trailing slash; refused naming `where`."""
+    from urllib.parse import urlsplit
+
+    fix = "write the address people reach the gateway at, such as https://swamp.example.com"
+    if not isinstance(raw, str):
+        raise _refuse(where, f"must be a URL, not {_kind(raw)}", fix)
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 - an unreadable port raises here
+    except ValueError:
+        raise _refuse(where, f"is {raw!r:.80}, not a URL", fix) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _refuse(where, f"is {raw!r:.80}, not an http:// or https:// URL with a host", fix)
+    if parts.query or parts.fragment or parts.username or parts.password or any(c.isspace() for c in raw):
+        raise _refuse(
+            where, f"is {raw!r:.80}: it may not hold credentials, a query, a fragment or spaces", fix
+        )
+    return raw.rstrip("/")
 
 
 def _admins(raw: Any) -> Admins:

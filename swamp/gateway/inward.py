@@ -4,10 +4,14 @@ SwampError (code, message, details), never rewritten."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+
+from .limits import Limits
+
+DEFAULT_RATE = 20.0  # requests a second from one client address, on average (GATEWAY-092)
 
 
 @dataclass(frozen=True)
@@ -16,6 +20,9 @@ class Gateway:
 
     repo_dir: str | None
     public_url: str | None = None
+    # An answer continues the run when nothing else is open, as `signal --resume` does.
+    resume: bool = True
+    limits: Limits = field(default_factory=lambda: Limits.make(DEFAULT_RATE))
 
     async def ask(self, request_type: str, payload: dict[str, Any]) -> dict[str, Any]:
         from ..protocol.requests import handle

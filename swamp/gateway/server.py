@@ -1,13 +1,42 @@
-"""The gateway process: bind, say where it listens, serve until SIGTERM or Ctrl-C."""
+"""The gateway process: bind, say where it listens, log each request, serve until SIGTERM or Ctrl-C.
+
+The access log is one JSON object a request on stderr (GATEWAY-004): never a token, so the path is
+logged with any token in it replaced by `<token>`, and neither the query string nor a header is.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sys
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
 
 from ..domain.errors import UsageError
-from .inward import Gateway
+from .inward import DEFAULT_RATE, Gateway
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# A token, or whatever follows /a/ (a link's page: a mistyped token is still a secret's neighbour).
+SECRET_IN_PATH = re.compile(r"swp_[A-Za-z0-9]*|(?<=/a/)[^/]+")
+# Limits on what one connection may cost (GATEWAY-091): the request line and headers together,
+# how long an idle keep-alive connection is kept, how many connections are served at once (past
+# it, 503), and how many wait to be accepted.
+MAX_HEADERS_BYTES = 16 * 1024
+KEEP_ALIVE_SECONDS = 5
+MAX_CONNECTIONS = 200
+BACKLOG = 128
+
+
+def redact(path: str) -> str:
+    return SECRET_IN_PATH.sub("<token>", path)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -33,25 +62,148 @@ def bind(host: str, port: int) -> socket.socket:
             f"--listen {host}:{port}: cannot listen there ({exc.strerror}); choose another address or port",
             {"listen": f"{host}:{port}"},
         ) from None
-    sock.listen(128)
+    sock.listen(BACKLOG)
     sock.set_inheritable(True)
     return sock
 
 
-def serve(listen: str, *, repo_dir: str | None, public_url: str | None) -> int:
+class AccessLog:
+    """ASGI middleware: one JSON line a request on stderr, once its answer is sent (GATEWAY-004)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.monotonic()
+        status = [500]
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            client = scope.get("client")
+            entry: dict[str, Any] = {
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "method": scope.get("method"),
+                "path": redact(scope.get("path", "")),
+                "status": status[0],
+                "ms": round((time.monotonic() - started) * 1000, 1),
+                "client": client[0] if client else None,
+            }
+            code = (scope.get("state") or {}).get("code")
+            if code is not None:
+                entry["code"] = code
+            write_log(entry)
+
+
+def write_log(entry: dict[str, Any]) -> None:
+    try:
+        sys.stderr.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+@dataclass(frozen=True)
+class Options:
+    listen: str
+    repo_dir: str | None = None
+    public_url: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+    resume: bool = True
+    rate: float = DEFAULT_RATE
+    trusted_proxies: str | None = None  # addresses whose X-Forwarded-For is believed
+
+
+def setting_public_url(repo_dir: str | None) -> str | None:
+    """`gateway.publicUrl` of the repository's .swamp.yaml, when there is one to read."""
+    try:
+        from ..app.context import App
+
+        return App.shared(repo_dir).settings.public_url
+    except Exception:  # noqa: BLE001 - no repository here (a store URL alone): no setting
+        return None
+
+
+def _server_class() -> type:
     import uvicorn
 
-    from .app import build_app
+    class Server(uvicorn.Server):
+        """uvicorn's server, which after a graceful stop on SIGTERM or SIGINT exits 0 instead of
+        raising the signal again (GATEWAY-003: a supervisor sees a clean stop)."""
 
-    host, port = parse_listen(listen)
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            captured = getattr(self, "_captured_signals", None)
+            if isinstance(captured, list):
+                captured.clear()
+
+    return Server
+
+
+def serve(options: Options) -> int:
+    import uvicorn
+
+    from ..domain.settings import SettingsInvalid, public_url
+    from .app import build_app
+    from .limits import Limits
+
+    if (options.certfile is None) != (options.keyfile is None):
+        raise UsageError("--certfile and --keyfile go together: give both for TLS, or neither", {})
+    url = options.public_url
+    if url is not None:
+        try:
+            url = public_url(url, "--public-url")
+        except SettingsInvalid as exc:
+            raise UsageError(
+                exc.message.replace(".swamp.yaml: ", ""), {"publicUrl": options.public_url}
+            ) from None
+    else:
+        url = setting_public_url(options.repo_dir)
+    host, port = parse_listen(options.listen)
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
-    gateway = Gateway(repo_dir=repo_dir, public_url=public_url)
-    config = uvicorn.Config(build_app(gateway), log_level="warning", access_log=False, lifespan="off")
-    server = uvicorn.Server(config)
+    gateway = Gateway(
+        repo_dir=options.repo_dir, public_url=url, resume=options.resume, limits=Limits.make(options.rate)
+    )
+    config = uvicorn.Config(
+        AccessLog(build_app(gateway)),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+        proxy_headers=options.trusted_proxies is not None,
+        forwarded_allow_ips=options.trusted_proxies or "",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        h11_max_incomplete_event_size=MAX_HEADERS_BYTES,
+        limit_concurrency=MAX_CONNECTIONS,
+        backlog=BACKLOG,
+        ssl_certfile=options.certfile,
+        ssl_keyfile=options.keyfile,
+        http="h11",
+        timeout_graceful_shutdown=10,
+    )
+    try:
+        server = _server_class()(config)
+        config.load()  # reads the certificate now: a bad one is a usage error, before the line below
+    except (OSError, ValueError) as exc:
+        sock.close()
+        raise UsageError(
+            f"--certfile/--keyfile cannot be used: {exc}; give a PEM certificate and its key", {}
+        ) from None
+    scheme = "https" if options.certfile else "http"
     # One line a supervisor or a test reads to learn the address (port 0 picks one).
-    sys.stdout.write(json.dumps({"listening": f"http://{shown_host}:{bound_port}"}) + "\n")
+    sys.stdout.write(json.dumps({"listening": f"{scheme}://{shown_host}:{bound_port}"}) + "\n")
     sys.stdout.flush()
     server.run(sockets=[sock])  # uvicorn stops gracefully on SIGTERM and SIGINT
+    write_log({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "stopped": True})
     return 0

@@ -29,55 +29,33 @@ from ..domain.webhook_routes import RouteNotFound, SignatureInvalid, load_routes
 from .inward import Gateway
 from .signatures import slack_problem, verify_github, verify_hmac_sha256
 
-# Providers' bodies are larger than the payload they carry (GitHub's events run to tens of KiB):
-# the cap is on the delivery; the payload built from it is held to the core's own limit.
-MAX_HOOK_BODY = 1024 * 1024
-
-# The contract's status table. TODO(merge): use swamp/gateway/statuses.py (slice api) when merged.
-_STATUS = {
-    "payload_malformed": 400,
-    "invalid_request": 400,
-    "payload_invalid": 422,
-    "expression_error": 422,
-    "payload_too_large": 413,
-    "route_not_found": 404,
-    "wait_not_found": 404,
-    "run_not_found": 404,
-    "step_not_found": 404,
-    "step_not_waiting": 409,
-    "wait_settled": 409,
-    "signal_held": 409,
-    "wait_expired": 410,
-    "approval_expired": 410,
-    "signature_invalid": 401,
-    "permission_invalid": 403,
-    "answerer_not_allowed": 403,
-    "claim_timeout": 503,
-    "storage_error": 503,
-    "store_unavailable": 503,
-}
-
-
-def status_of(code: str) -> int:
-    return _STATUS.get(code, 500)
+# A route's own refusals, made before the core is asked: their statuses (GATEWAY-072..077).
+OWN_STATUSES = {"route_not_found": 404, "signature_invalid": 401, "expression_error": 422}
 
 
 def error_response(error: SwampError) -> Response:
-    headers = {"Cache-Control": "no-store"}
-    if error.code == "claim_timeout":
-        headers["Retry-After"] = "1"
-    document = {"error": {"code": error.code, "message": str(error), "details": error.details or {}}}
-    return JSONResponse(document, status_code=status_of(error.code), headers=headers)
+    """The error document with the status of GATEWAY-052's table (statuses.py), or the route's own."""
+    from .statuses import error_response as document
+
+    return document(error.code, error.message, error.details, status=OWN_STATUSES.get(error.code))
 
 
 def routes(gateway: Gateway) -> list[BaseRoute]:
     table = load_routes(_route_settings(gateway), gateway.repo_dir)
 
     async def receive(request: Request) -> Response:
+        from .api import client_of, note, too_many
+
+        wait = gateway.limits.client_wait(client_of(request))
+        if wait > 0:
+            return too_many(request, wait)
         try:
-            return JSONResponse(await deliver(gateway, table, request), headers={"Cache-Control": "no-store"})
+            answer = await deliver(gateway, table, request)
         except SwampError as error:
+            note(request, error.code)
             return error_response(error)
+        note(request, "replayed" if answer.get("replayed") else "accepted")
+        return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
     return [Route("/hooks/{name}", receive, methods=["POST"])]
 
@@ -93,7 +71,7 @@ def _route_settings(gateway: Gateway) -> dict[str, Any] | None:
         layout = find_repo(gateway.repo_dir)
     except RepoNotFound:
         return None
-    return load_settings(layout).routes
+    return load_settings(layout).gateway_routes
 
 
 async def deliver(gateway: Gateway, table: dict[str, HookRoute], request: Request) -> dict[str, Any]:
@@ -127,7 +105,8 @@ async def deliver(gateway: Gateway, table: dict[str, HookRoute], request: Reques
             {"route": name, **(exc.details or {})},
         ) from None
     try:
-        result = await gateway.ask("workflow.signal", {**address, "payload": payload, "resume": route.resume})
+        resume = route.resume and gateway.resume
+        result = await gateway.ask("workflow.signal", {**address, "payload": payload, "resume": resume})
     except SwampError as error:
         replay = _replayed(error)
         if replay is None:
@@ -185,26 +164,19 @@ def signature_problem(route: HookRoute, body: bytes, headers: dict[str, str]) ->
 
 
 async def _read_capped(request: Request) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_HOOK_BODY:
-        raise _too_large(int(declared))
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_HOOK_BODY:
-            raise _too_large(size)
-        chunks.append(chunk)
-    return b"".join(chunks)
+    from .limits import MAX_BODY, BodyTimeout, BodyTooLarge, read_body
 
+    try:
+        return await read_body(request, MAX_BODY)
+    except BodyTooLarge as exc:
+        from ..domain.waits import PayloadTooLarge
 
-def _too_large(size: int) -> SwampError:
-    from ..domain.waits import PayloadTooLarge
-
-    return PayloadTooLarge(
-        f"The delivery is larger than {MAX_HOOK_BODY} bytes, the most a webhook route reads; "
-        "nothing was delivered",
-        {"bytes": size, "limit": MAX_HOOK_BODY},
-    )
+        raise PayloadTooLarge(
+            f"The delivery is over {exc.limit} bytes, the most a webhook route reads; nothing was delivered",
+            {"bytes": exc.seen, "limit": exc.limit},
+        ) from None
+    except BodyTimeout:
+        raise InvalidRequest("The delivery took too long to arrive; nothing was delivered") from None
 
 
 def parse_body(body: bytes, content_type: str) -> Any:

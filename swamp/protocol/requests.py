@@ -259,6 +259,28 @@ def _workflow_wait_revoke(payload: dict[str, Any], emit: Emit, actor: Actor | No
     )
 
 
+def _workflow_wait_link(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    from ..app.links import wait_link
+
+    expires = payload.get("expires")
+    if isinstance(expires, str):
+        expires = parse_duration(expires)
+    app = _app(payload, actor)
+    return wait_link(
+        app,
+        _wait_id(app, payload),
+        expires=expires,
+        override=payload.get("override"),
+        claim_timeout=payload.get("claimTimeout"),
+    )
+
+
+def _workflow_link_show(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
+    from ..app.links import show
+
+    return show(_app(payload, actor), payload["token"])
+
+
 def _wait_id(app: Any, payload: dict[str, Any]) -> str:
     """The whole wait ID a payload names: `waitId` (an ID or a unique prefix), or `run` + `step`
     (+ `job`). A whole ID is taken as it is, without importing the resolver (the signal fast path)."""
@@ -404,6 +426,8 @@ REQUEST_TYPES: dict[str, RequestType] = {
         RequestType("workflow.wait.show", _workflow_wait_show),
         RequestType("workflow.wait.grant", _workflow_wait_grant),
         RequestType("workflow.wait.revoke", _workflow_wait_revoke),
+        RequestType("workflow.wait.link", _workflow_wait_link),
+        RequestType("workflow.link.show", _workflow_link_show),
         RequestType("workflow.watch", _workflow_watch),
         RequestType("events.subscribe", _events_subscribe),
         RequestType("model.list", _model_list),

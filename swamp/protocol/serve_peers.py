@@ -30,6 +30,8 @@ PEER_REQUESTS = frozenset(
         "workflow.reject",
         "workflow.wait.grant",
         "workflow.wait.revoke",
+        "workflow.wait.link",
+        "workflow.link.show",
         "protocol.version",
         "cancel",
     }

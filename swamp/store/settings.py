@@ -99,6 +99,11 @@ def settings_document(settings: Settings) -> dict[str, Any]:
         doc["store"] = settings.store
     if settings.admins.describe():
         doc["admins"] = {key: names for key, names in settings.admins.to_dict().items() if names}
-    if settings.routes:
-        doc["gateway"] = {"routes": settings.routes}
+    gateway: dict[str, Any] = {}
+    if settings.public_url is not None:
+        gateway["publicUrl"] = settings.public_url
+    if settings.gateway_routes is not None:
+        gateway["routes"] = settings.gateway_routes
+    if gateway:
+        doc["gateway"] = gateway
     return doc

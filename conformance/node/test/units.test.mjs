@@ -232,3 +232,20 @@ test('the digest of what a step sent is the pytest runner\'s', () => {
   const record = ['run', ['debug', '/w/x/repo', 'é\u2028'], [['A', '1'], ['B', null]], null, 'in\n'];
   assert.equal(sentDigest(record, '/w/x'), 'a4d88cbf6e7935a16144121ab20722c263bdc809a8d59032c077081db21d678c');
 });
+
+test('$extract stores the first group of the first match, as the pytest runner', () => {
+  const captures = {};
+  const page = '<form><input type="hidden" name="_csrf" value="f0rm-t0ken"><input name="_csrf" value="x"></form>';
+  assert.deepEqual(match({ $extract: { regex: 'name="_csrf" value="([^"]+)"', name: 'csrf' } }, page, captures), []);
+  assert.equal(captures.csrf, 'f0rm-t0ken');
+  assert.deepEqual(match({ $extract: { regex: 'run_[0-9]+', name: 'r' }, $regex: '^ok' }, 'ok run_12 done', captures), []);
+  assert.equal(captures.r, 'run_12');
+  assert.deepEqual(match({ $extract: { regex: 'a(b)?c', name: 'g' } }, 'ac', captures), []);
+  assert.equal(captures.g, '');
+  const kept = {};
+  assert.equal(match({ $extract: { regex: 'z', name: 'n' }, $type: 'string' }, 'abc', kept).length, 1);
+  assert.deepEqual(kept, {});
+  for (const arg of [{ regex: 'a' }, { regex: 'a', name: '1x' }, { regex: '(?=a)', name: 'n' }, 'a', { regex: 1, name: 'n' }]) {
+    assert.throws(() => match({ $extract: arg }, 'a', {}), /\$extract/);
+  }
+});

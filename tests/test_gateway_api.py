@@ -1,0 +1,199 @@
+"""The gateway's process and JSON API against a real `swamp gateway` on a loopback port
+(GATEWAY-001..009, GATEWAY-050..069, GATEWAY-090..099)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+from gateway_support import everything_stored, gateway, grant, public, waiting
+from helpers import Repo, make_repo
+
+pytestmark = pytest.mark.cli
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    made = make_repo(tmp_path / "repo")
+    public(made)
+    return made
+
+
+def test_it_answers_healthz_without_naming_its_server_and_stops_on_sigterm(repo: Repo) -> None:
+    with gateway(repo) as gw:
+        assert gw.url.startswith("http://127.0.0.1:")
+        got = httpx.get(gw.url + "/healthz")
+        assert got.status_code == 200 and got.json() == {"status": "ok"}
+        assert "server" not in got.headers
+        assert httpx.get(gw.url + "/nothing-here").status_code == 404
+        assert gw.stop() == 0
+    (entry, *_) = gw.entries()
+    assert entry["method"] == "GET" and entry["path"] == "/healthz" and entry["status"] == 200
+    assert entry["client"] == "127.0.0.1" and isinstance(entry["ms"], float)
+    assert gw.entries()[-1].get("stopped") is True
+
+
+def test_a_token_answers_its_wait_once_and_every_refusal_has_its_status(repo: Repo) -> None:
+    run_id, wait_id = waiting(repo)
+    token = grant(repo, wait_id)
+    auth = {"Authorization": f"Bearer {token}"}
+    with gateway(repo) as gw:
+        to = f"{gw.url}/v1/waits/{wait_id}/signal"
+        missing = httpx.post(to, content=b'{"verdict":"ship"}')
+        assert missing.status_code == 401 and missing.headers["www-authenticate"].startswith("Bearer")
+        assert missing.json()["error"]["code"] == "permission_invalid"
+        unknown = httpx.post(
+            to, content=b'{"verdict":"ship"}', headers={"Authorization": "Bearer swp_" + "a" * 32}
+        )
+        assert unknown.status_code == 403 and unknown.json()["error"]["details"]["reason"] == "unknown"
+        malformed = httpx.post(to, content=b'{"verdict":', headers=auth)
+        assert malformed.status_code == 400 and malformed.json()["error"]["code"] == "payload_malformed"
+        invalid = httpx.post(to, content=b'{"verdict":"maybe"}', headers=auth)
+        assert invalid.status_code == 422 and invalid.json()["error"]["code"] == "payload_invalid"
+        assert (
+            httpx.post(f"{gw.url}/v1/waits/wait_{'a' * 26}/signal", content=b"1", headers=auth).status_code
+            == 404
+        )
+        sent = httpx.post(to, content=b'{"verdict":"ship"}', headers=auth)
+        assert sent.status_code == 200, sent.text
+        doc = sent.json()
+        assert doc["signal"]["permissionId"] and doc["payload"] == {"verdict": "ship"}
+        assert doc["continued"] is True and doc["run"] == {"id": run_id, "status": "succeeded"}
+        again = httpx.post(to, content=b'{"verdict":"ship"}', headers=auth)
+        assert again.status_code == 409
+        assert again.json()["error"]["details"]["receipt"]["id"] == doc["signal"]["id"]
+        gw.stop()
+    log = "\n".join(gw.log)
+    assert token not in log and token not in everything_stored(repo.root)
+
+
+def test_a_used_link_is_refused_for_its_use_not_for_the_wait(repo: Repo) -> None:
+    """The link's one use is spent: a second POST with it is 403 used_up (GATEWAY-051)."""
+    _, wait_id = waiting(repo)
+    made = repo.swamp("workflow", "wait", "link", wait_id, "--json").json
+    token = made["permission"]["token"]
+    with gateway(repo, "--no-continue") as gw:
+        to = f"{gw.url}/v1/waits/{wait_id}/signal"
+        auth = {"Authorization": f"Bearer {token}"}
+        assert httpx.post(to, content=b'{"verdict":"fix"}', headers=auth).status_code == 200
+        second = httpx.post(to, content=b'{"verdict":"fix"}', headers=auth)
+        assert second.status_code == 403 and second.json()["error"]["details"]["reason"] == "used_up"
+
+
+def test_get_shows_the_wait_of_its_own_token_only(repo: Repo) -> None:
+    _, wait_id = waiting(repo)
+    _, other = waiting(repo, "qa2")
+    token = grant(repo, wait_id, "--expires", "1h")
+    with gateway(repo) as gw:
+        got = httpx.get(f"{gw.url}/v1/waits/{wait_id}", headers={"Authorization": f"Bearer {token}"})
+        assert got.status_code == 200 and got.headers["cache-control"] == "no-store"
+        wait = got.json()["wait"]
+        assert wait["waitId"] == wait_id and wait["status"] == "open" and wait["examplePayload"]
+        assert wait["schema"]["required"] == ["verdict"] and wait["deadline"]
+        assert not {"hooks", "permissions", "next"} & set(wait)
+        assert got.json()["permission"]["state"] == "live"
+        refused = httpx.get(f"{gw.url}/v1/waits/{other}", headers={"Authorization": f"Bearer {token}"})
+        assert refused.status_code == 403 and refused.json()["error"]["details"]["reason"] == "other_wait"
+        assert httpx.get(f"{gw.url}/v1/waits/{wait_id}").status_code == 401
+
+
+def test_the_body_is_capped_before_it_is_read(repo: Repo) -> None:
+    _, wait_id = waiting(repo)
+    token = grant(repo, wait_id)
+    auth = {"Authorization": f"Bearer {token}"}
+    with gateway(repo) as gw:
+        to = f"{gw.url}/v1/waits/{wait_id}/signal"
+        declared = httpx.post(to, content=b"x" * 40000, headers=auth)
+        assert declared.status_code == 413 and declared.json()["error"]["code"] == "payload_too_large"
+
+        def chunks():  # no Content-Length: read until the cap, then refused
+            for _ in range(100):
+                yield b" " * 1024
+
+        streamed = httpx.post(to, content=chunks(), headers=auth)
+        assert streamed.status_code == 413
+        assert httpx.post(to, content=b'{"verdict":"ship"}', headers=auth).status_code == 200
+
+
+def test_the_log_never_holds_a_token(repo: Repo) -> None:
+    _, wait_id = waiting(repo)
+    token = grant(repo, wait_id)
+    with gateway(repo) as gw:
+        httpx.get(f"{gw.url}/a/{token}")
+        httpx.get(f"{gw.url}/a/{token}x/more?token={token}")
+        httpx.get(f"{gw.url}/v1/waits/{token}", headers={"Authorization": f"Bearer {token}"})
+        gw.stop()
+    paths = [e["path"] for e in gw.entries() if "path" in e]
+    assert "/a/<token>" in paths and "/v1/waits/<token>" in paths
+    assert token not in "\n".join(gw.log) and "swp_" not in "\n".join(gw.log)
+
+
+def test_rate_limits_answer_429_with_retry_after(repo: Repo) -> None:
+    _, wait_id = waiting(repo)
+    with gateway(repo, "--rate", "1") as gw:
+        statuses = [httpx.get(f"{gw.url}/v1/waits/{wait_id}").status_code for _ in range(4)]
+        assert statuses[:2] == [401, 401] and statuses[-1] == 429
+        limited = httpx.get(f"{gw.url}/v1/waits/{wait_id}")
+        assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+        assert limited.json()["error"]["code"] == "too_many_requests"
+
+
+def test_refused_tokens_are_slowed_then_refused_for_a_while(repo: Repo) -> None:
+    _, wait_id = waiting(repo)
+    token = grant(repo, wait_id)
+    with gateway(repo, "--rate", "1000") as gw:
+        wrong = {"Authorization": "Bearer swp_" + "b" * 32}
+        codes = [httpx.get(f"{gw.url}/v1/waits/{wait_id}", headers=wrong).status_code for _ in range(11)]
+        assert codes[:10] == [403] * 10 and codes[10] == 429
+        # the right token from that address waits too: guessing is slowed whatever is guessed
+        right = httpx.get(f"{gw.url}/v1/waits/{wait_id}", headers={"Authorization": f"Bearer {token}"})
+        assert right.status_code == 429
+        gw.stop()
+    refused = [e for e in gw.entries() if e.get("code") == "permission_invalid"]
+    assert len(refused) == 10 and all(e["status"] == 403 for e in refused)
+
+
+def test_tls_with_a_certificate_and_its_key(repo: Repo, tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    with gateway(repo, "--certfile", str(cert), "--keyfile", str(key)) as gw:
+        assert gw.url.startswith("https://127.0.0.1:")
+        import ssl
+
+        got = httpx.get(gw.url + "/healthz", verify=ssl.create_default_context(cafile=str(cert)))
+        assert got.status_code == 200 and got.json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--public-url", "ftp://x"), ("--certfile", "cert.pem"), ("--listen", "nowhere")],
+)
+def test_wrong_options_are_usage_errors(repo: Repo, args: tuple[str, ...]) -> None:
+    listen = () if "--listen" in args else ("--listen", "127.0.0.1:0")
+    done = repo.swamp("gateway", *listen, *args, "--json")
+    assert done.code == 2, done
+    assert json.loads(done.out)["error"]["code"] == "usage_error"
