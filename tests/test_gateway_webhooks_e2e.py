@@ -219,3 +219,25 @@ def test_a_literal_secret_is_refused_by_every_command_that_reads_the_settings(ho
     done = hooked.swamp("workflow", "run", "plain", "--json")
     assert done.code == 3, done
     assert done.json["error"]["details"]["key"] == "gateway.routes.ci.secret"
+
+
+def test_an_early_delivery_to_a_reserved_wait_is_held_and_its_replay_answers_with_the_held_receipt(
+    hooked: Repo,
+):
+    gate = {"name": "gate", "task": {"type": "manual_approval", "prompt": "go?"}}
+    checks = {
+        "name": "checks",
+        "dependsOn": [{"step": "gate", "condition": {"type": "succeeded"}}],
+        "task": {"type": "wait_for_signal", "timeout": 3600, "schema": SCHEMA},
+    }
+    hooked.write_workflow("early", [{"name": "main", "steps": [gate, checks]}])
+    done = hooked.swamp("workflow", "run", "early", "--json", env={"SWAMP_NOW": NOW})
+    reserved = done.json["jobs"][0]["steps"][1]["reservedWaitId"]
+    with gateway(hooked) as url:
+        status, first = github(url, reserved)
+        assert status == 200 and first["held"] is True and first["replayed"] is False, first
+        status, again = github(url, reserved)
+        assert status == 200 and again["replayed"] is True and again["held"] is True, again
+        assert again["signal"]["id"] == first["signal"]["id"]
+        status, other = github(url, reserved, conclusion="failure")
+        assert (status, other["error"]["code"]) == (409, "signal_held")
