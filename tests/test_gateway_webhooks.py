@@ -208,3 +208,10 @@ def test_form_bodies_are_fields_and_a_json_payload_field_is_parsed():
     assert parse_body(b"payload=%7B%22a%22%3A1%7D", form) == {"payload": {"a": 1}}
     assert parse_body(b'{"a": 1}', "application/json") == {"a": 1}
     assert parse_body(b"", "application/json") is None
+
+
+@pytest.mark.parametrize("source", ["${{ env.HOOK_SECRET }}", "${{ inputs.x }}", "${{ steps.a.outputs }}"])
+def test_a_route_sees_nothing_but_body_and_headers(tmp_path: Path, source: str):
+    """Not the gateway's environment (where the secrets are), nor a run's context."""
+    with pytest.raises(SettingsInvalid, match="does not compile"):
+        load_routes({"ci": {**GOOD, "wait": source}}, str(tmp_path), {"HOOK_SECRET": "s"})
