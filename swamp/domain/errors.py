@@ -91,6 +91,12 @@ class RunUnreadable(SwampError):
     code = "run_unreadable"
 
 
+class SettingsInvalid(SwampError):
+    """`.swamp.yaml` says something swamp does not understand (settings.py, webhook_routes.py)."""
+
+    code = "settings_invalid"
+
+
 class InvalidRequest(SwampError):
     code = "invalid_request"
     exit_code = EXIT_USAGE

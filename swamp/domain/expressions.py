@@ -248,11 +248,12 @@ class Scope:
 class ExpressionEngine:
     """Compiles CEL once per source text and evaluates it against a Scope."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: tuple[str, ...] = CONTEXT_NAMES) -> None:
+        """`names`: the variables expressions may name (a webhook route's are `body` and `headers`)."""
         from cel_expr_python import cel
 
         self._cel = cel
-        self._env = cel.NewEnv(variables={name: cel.Type.DYN for name in CONTEXT_NAMES})
+        self._env = cel.NewEnv(variables={name: cel.Type.DYN for name in names})
         self._programs: dict[str, Any] = {}
         self._paths: dict[str, PlainPath | None] = {}
         self._mentions: dict[str, frozenset[str]] = {}

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import SwampError
+from .errors import SettingsInvalid
+
+__all__ = ["SettingsInvalid"]  # defined in errors.py, so webhook_routes.py can raise it too
 
 if TYPE_CHECKING:
     from .access import Admins
@@ -31,10 +33,6 @@ TOP_KEYS = ("version", "hooks", "store", "admins", "gateway")
 GATEWAY_KEYS = ("publicUrl", "routes")
 
 EXAMPLE = 'hooks: {waitOpened: {command: "sh hooks/notify.sh", timeout: 30}}'
-
-
-class SettingsInvalid(SwampError):
-    code = "settings_invalid"
 
 
 # Plain classes, not dataclasses or NamedTuples: every command on runs imports this module
@@ -78,7 +76,7 @@ class Settings:
         self.store = store  # None: the file store
         self._admins = admins  # None: nobody may override a policy
         self.public_url = public_url  # gateway.publicUrl, without a trailing slash (GATEWAY-011)
-        # gateway.routes as written (a mapping): the gateway's webhooks judge each route
+        # gateway.routes as written, shape checked (webhook_routes.py; the gateway loads them)
         self.gateway_routes = gateway_routes
 
     @property
@@ -180,10 +178,10 @@ def _gateway(raw: Any) -> tuple[str | None, dict[str, Any] | None]:
     if url is not None:
         url = public_url(url, "gateway.publicUrl")
     routes = raw.get("routes")
-    if routes is not None and not isinstance(routes, dict):
-        raise _refuse(
-            "gateway.routes", f"must be a mapping of route names, not {_kind(routes)}", "see spec/gateway.md"
-        )
+    if routes is not None:
+        from .webhook_routes import check_routes  # the routes' shape (GATEWAY-070), without CEL
+
+        routes = check_routes(routes)
     return url, routes
 
 
