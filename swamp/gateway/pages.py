@@ -160,7 +160,7 @@ class Pages:
         unknown = exc.code == "permission_invalid" and exc.details.get("reason") == "unknown"
         headline = "This link is not valid" if unknown else "The answer could not be handled"
         status = 404 if unknown else status_for(exc.code)
-        return self.render("problem.html", status, headline=headline, message=exc.message, code=exc.code)
+        return self.render("problem.html", status, headline=headline, message=exc.message, error_code=exc.code)
 
     def closed(self, link: dict[str, Any], kind: str, headline: str, why: str) -> HTMLResponse:
         wait = link["wait"]
@@ -218,7 +218,7 @@ class Pages:
                     429,
                     headline="Too many requests",
                     message=f"Too many requests from here; try again in {after} seconds.",
-                    code="too_many_requests",
+                    error_code="too_many_requests",
                 )
                 page.headers["Retry-After"] = after
                 return page
@@ -257,7 +257,7 @@ class Pages:
             return self.problem(SwampError("The form is too large to be an answer", code="payload_too_large"))
         except BodyTimeout:
             headline, why = "The form took too long to arrive", "Open the link again and send the answer."
-            return self.render("problem.html", 408, headline=headline, message=why, code=None)
+            return self.render("problem.html", 408, headline=headline, message=why, error_code=None)
         sent_csrf = (submitted.get(CSRF_FIELD) or [""])[0]
         if not csrf_ok(self.secret, link["permission"]["id"], sent_csrf):
             return self.form(
