@@ -4,6 +4,7 @@ away mid-request is store_unavailable; an empty SWAMP_CONNECT is unset."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import threading
 import pytest
 from helpers import SWAMP, clean_env, job
 from test_serve_support import (  # noqa: F401 - serve_fixture, sockdir_fixture: fixtures
+    Client,
     Serve,
     cli_json,
     data,
@@ -122,12 +124,36 @@ def test_the_payload_prompt_works_through_connect(repo, serve) -> None:
     assert shown["status"] != "open" and shown["receipt"]["submittedBy"]
 
 
+def _the_one_connection(server: Serve) -> Client:
+    """A connection serve has taken and counts: the fixture's readiness probe may still count
+    against --max-connections for a moment after it closed, so connect until one is answered."""
+    held: list[Client] = []
+
+    def answered() -> bool:
+        client = server.client()
+        with contextlib.suppress(OSError):
+            client.send("protocol.version", "v")
+
+        def settled() -> bool:  # answered, or turned away (SERVE-045: an error frame without id)
+            return any(f["type"] == "done" for f in client.of("v")) or bool(client.of(None))  # type: ignore[arg-type]
+
+        wait_until("an answer or a refusal", settled, timeout=10)
+        if client.of(None):  # type: ignore[arg-type]
+            client.close()
+            return False
+        held.append(client)
+        return True
+
+    wait_until("a connection serve answers", answered, timeout=15)
+    return held[0]
+
+
 def test_a_connection_serve_turns_away_is_its_refusal(repo, serve) -> None:
     """Past --max-connections, the command says serve's too_many_requests (SERVE-045), not that
     the serve is missing."""
     _suspended(repo)
     server: Serve = serve("--max-connections", "1")
-    held = server.client()  # the one connection allowed
+    held = _the_one_connection(server)
     turned = repo.swamp("--connect", str(server.socket), "workflow", "waits", "--json")
     held.close()
     assert turned.code == 3, turned

@@ -160,7 +160,9 @@ class Pages:
         unknown = exc.code == "permission_invalid" and exc.details.get("reason") == "unknown"
         headline = "This link is not valid" if unknown else "The answer could not be handled"
         status = 404 if unknown else status_for(exc.code)
-        return self.render("problem.html", status, headline=headline, message=exc.message, error_code=exc.code)
+        return self.render(
+            "problem.html", status, headline=headline, message=exc.message, error_code=exc.code
+        )
 
     def closed(self, link: dict[str, Any], kind: str, headline: str, why: str) -> HTMLResponse:
         wait = link["wait"]
