@@ -21,6 +21,48 @@ from typing import Any, NamedTuple
 import yaml
 
 SWAMP = Path(sys.executable).with_name("swamp")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def swamp_for_other_accounts() -> Path:
+    """A `swamp` command other OS accounts can run: SWAMP itself, or, where this checkout is out
+    of their reach (a clone in a 0700 folder, under /root), the one of a shared copy of .venv and
+    the package (scripts/_shared_runtime; SWAMP_SHARED_RUNTIME names the one scripts/test made).
+    Made once per process; needs root, as the tests acting as other accounts do."""
+    if not _FOR_OTHERS:
+        _FOR_OTHERS.append(_for_others())
+    return _FOR_OTHERS[0]
+
+
+_FOR_OTHERS: list[Path] = []
+
+
+def python_for_other_accounts() -> Path:
+    """The Python of swamp_for_other_accounts() (a program importing swamp.client, run as another
+    account)."""
+    command = swamp_for_other_accounts()
+    return SWAMP.with_name("python") if command == SWAMP else command.parent / "venv" / "bin" / "python"
+
+
+def _others_can_run(command: Path) -> bool:
+    probe = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", str(command), "--version"]
+    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
+
+
+def _for_others() -> Path:
+    import atexit
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0 or _others_can_run(SWAMP):
+        return SWAMP
+    given = os.environ.get("SWAMP_SHARED_RUNTIME")
+    if given and (Path(given) / "swamp").exists():
+        return Path(given) / "swamp"
+    shared = Path(tempfile.mkdtemp(prefix="swamp-tests-shared-"))
+    atexit.register(shutil.rmtree, shared, True)
+    subprocess.run([str(ROOT / "scripts" / "_shared_runtime"), str(shared)], check=True)
+    return shared / "swamp"
 
 # Variables that change what swamp does; a test run must not inherit them from the caller.
 SCRUBBED = (
@@ -30,6 +72,7 @@ SCRUBBED = (
     "SWAMP_DEBUG",
     "SWAMP_MAX_CONCURRENT_STEPS",
     "NO_COLOR",
+    "SWAMP_CONNECT",
 )
 
 ECHO_EXTENSION = '''\

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import SWAMP, Repo, clean_env, job, make_repo
+from helpers import SWAMP, Repo, clean_env, job, make_repo, swamp_for_other_accounts
 
 from swamp.client import Client, SwampError
 
@@ -267,7 +267,7 @@ def _account(name: str) -> None:
 
 def as_account(account: str, repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`swamp ARGS` run as `account` (umask 0, so the other account can change the store too)."""
-    command = "umask 0; exec " + " ".join(_quote(a) for a in [str(SWAMP), *args])
+    command = "umask 0; exec " + " ".join(_quote(a) for a in [str(swamp_for_other_accounts()), *args])
     return subprocess.run(
         ["runuser", "-u", account, "--", "/bin/sh", "-c", command],
         cwd=repo,

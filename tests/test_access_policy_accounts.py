@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import swamp_for_other_accounts
 
 GROUPS = {"swppqa": ["swppalice", "swppcarol"], "swpprel": ["swppr1", "swppr2"]}
 ACCOUNTS = ["swppalice", "swppbob", "swppcarol", "swppr1", "swppr2", "swppr3"]
@@ -58,7 +59,7 @@ class Shared:
         return self.start(account, *args).communicate_result()  # type: ignore[attr-defined,no-any-return]
 
     def start(self, account: str | None, *args: str) -> Any:
-        command = [sys.executable, "-m", "swamp", *args]
+        command = [str(swamp_for_other_accounts()), *args]
         if account is not None:
             command = [*_as(account), *command]
         env = {

@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import SWAMP
+from tests.helpers import python_for_other_accounts
+from tests.helpers import swamp_for_other_accounts as FOR_OTHERS
 
 SERVICE, MEMBER, OUTSIDER, GROUP = "swpcsvc", "swpcmem", "swpcout", "swpcrel"
 NOW = "2026-01-01T00:00:00Z"
@@ -71,7 +72,14 @@ class Place:
         """swamp as `account` (its groups from the account database), in the repository."""
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.base), "SWAMP_NOW": NOW, "LANG": "C.UTF-8"}
         return subprocess.run(
-            ["setpriv", f"--reuid={account}", f"--regid={account}", "--init-groups", str(SWAMP), *args],
+            [
+                "setpriv",
+                f"--reuid={account}",
+                f"--regid={account}",
+                "--init-groups",
+                str(FOR_OTHERS()),
+                *args,
+            ],
             cwd=self.repo,
             env=env,
             input=stdin,
@@ -103,7 +111,7 @@ def place() -> Iterator[Place]:
     ready = here.swamp(SERVICE, "version")
     if ready.returncode != 0:
         shutil.rmtree(base, ignore_errors=True)
-        pytest.skip(f"{SERVICE} cannot run {SWAMP} (a checkout in a private folder?): {ready.stderr.strip()}")
+        pytest.skip(f"{SERVICE} cannot run {FOR_OTHERS()}: {ready.stderr.strip()}")
     assert here.swamp(SERVICE, "repo", "init", ".").returncode == 0
     (here.repo / ".swamp").chmod(0o700)
     (here.repo / "workflows" / "workflow-release.yaml").write_text(WORKFLOW)
@@ -114,7 +122,7 @@ def place() -> Iterator[Place]:
             f"--reuid={SERVICE}",
             f"--regid={SERVICE}",
             "--init-groups",
-            str(SWAMP),
+            str(FOR_OTHERS()),
             "serve",
             "--socket",
             str(here.socket),
@@ -351,7 +359,7 @@ def test_a_serve_of_another_account_in_a_folder_it_does_not_own_is_refused(place
             f"--reuid={OUTSIDER}",
             f"--regid={OUTSIDER}",
             "--init-groups",
-            str(SWAMP),
+            str(FOR_OTHERS()),
             "serve",
             "--socket",
             str(trap),
@@ -408,7 +416,7 @@ def test_a_member_program_reaches_the_serve_with_swamp_client(place: Place) -> N
             f"--reuid={MEMBER}",
             f"--regid={MEMBER}",
             "--init-groups",
-            str(SWAMP.with_name("python")),
+            str(python_for_other_accounts()),
             "-c",
             CLIENT_AS_A_PEER,
             str(place.socket),

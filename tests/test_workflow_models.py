@@ -9,6 +9,10 @@ run-record form (`Workflow.to_json()`, which drift detection compares) must seri
 JSON text; for an invalid one, the problems (paths, messages, order) and the one-line message with
 its "(and N more)" must be the same. Where the old reader crashed (a task `type` that is a list, a
 condition's `conditions` that is a number), the new one must refuse the file as invalid.
+
+Deliberate changes since the recording are edited into the corpus: the task keys `answerers` (a
+wait) and `approvers` (a gate) of issue 28 end the lists of valid task keys, and the unknown key of
+gate-task-validation's workflow is `reviewers`, as `approvers` became a key.
 """
 
 from __future__ import annotations
