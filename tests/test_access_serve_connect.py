@@ -35,6 +35,9 @@ def _connected(server: Serve, *args: str, env: dict[str, str] | None = None) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As at a shell: a background job of a script (scripts/test runs the tests so) inherits
+        # SIGINT ignored, and Python keeps an ignored SIGINT ignored, so Ctrl-C would do nothing.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
 
 

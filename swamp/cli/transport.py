@@ -102,9 +102,17 @@ class Remote:
         """Ctrl-C: ask serve to stop the request (a watch, a subscription, a run) without waiting
         for its answer; the process ends and its connection with it."""
         import contextlib
+        import threading
 
-        with contextlib.suppress(Exception):
-            self.connection.start("cancel", {"id": call.id}, keep_events=False)
+        def send() -> None:
+            with contextlib.suppress(Exception):
+                self.connection.start("cancel", {"id": call.id}, keep_events=False)
+
+        # Never hang on the way out: the interrupted thread may have left the connection's lock
+        # to the reader, or serve may be too slow to take the frame; the cancel is a courtesy.
+        sender = threading.Thread(target=send, name="swamp-cancel", daemon=True)
+        sender.start()
+        sender.join(timeout=2)
 
     def _lost(self, exc: Any) -> SwampError:
         refusal = exc.details.get("refusal")
