@@ -160,6 +160,15 @@ def setting_public_url(repo_dir: str | None) -> str | None:
         return None
 
 
+def _repository(repo_dir: str | None) -> None:
+    """The repository the gateway answers for, found before it listens (GATEWAY-007): without one
+    every request would be refused, so the gateway does not start (a store address alone is not
+    enough yet: the core's requests read the repository)."""
+    from ..app.context import App
+
+    App.shared(repo_dir)
+
+
 def _server_class() -> type:
     import uvicorn
 
@@ -196,6 +205,7 @@ def serve(options: Options) -> int:
     else:
         url = setting_public_url(options.repo_dir)
     host, port = parse_listen(options.listen)
+    _repository(options.repo_dir)
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
