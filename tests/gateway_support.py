@@ -31,6 +31,14 @@ class Running:
         self.log += self.process.stderr.read().splitlines()
         return code
 
+    def ended(self, timeout: float = 30) -> int:
+        """Its exit code once it ends by itself (after a SIGTERM the test sent: a second one, as
+        `stop` would send, can come after it restored the default handler on its way out)."""
+        code = self.process.wait(timeout=timeout)
+        assert self.process.stderr is not None
+        self.log += self.process.stderr.read().splitlines()
+        return code
+
     def entries(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.log if line.startswith("{")]
 

@@ -176,6 +176,16 @@ def _server_class() -> type:
         """uvicorn's server, which after a graceful stop on SIGTERM or SIGINT exits 0 instead of
         raising the signal again (GATEWAY-003: a supervisor sees a clean stop)."""
 
+        announce: str = ""
+
+        async def startup(self, sockets: Any = None) -> None:
+            # The listening line once SIGTERM is handled (uvicorn catches it around startup): a
+            # supervisor that reads it and stops the gateway at once sees a clean stop, exit 0.
+            await super().startup(sockets=sockets)
+            if self.announce and not self.should_exit:
+                sys.stdout.write(self.announce)
+                sys.stdout.flush()
+
         def handle_exit(self, sig: int, frame: Any) -> None:
             super().handle_exit(sig, frame)
             captured = getattr(self, "_captured_signals", None)
@@ -238,9 +248,9 @@ def serve(options: Options) -> int:
             f"--certfile/--keyfile cannot be used: {exc}; give a PEM certificate and its key", {}
         ) from None
     scheme = "https" if options.certfile else "http"
-    # One line a supervisor or a test reads to learn the address (port 0 picks one).
-    sys.stdout.write(json.dumps({"listening": f"{scheme}://{shown_host}:{bound_port}"}) + "\n")
-    sys.stdout.flush()
+    # One line a supervisor or a test reads to learn the address (port 0 picks one), written once
+    # the server has started (Server.startup above).
+    server.announce = json.dumps({"listening": f"{scheme}://{shown_host}:{bound_port}"}) + "\n"
     server.run(sockets=[sock])  # uvicorn stops gracefully on SIGTERM and SIGINT
     write_log({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "stopped": True})
     return 0
