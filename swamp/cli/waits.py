@@ -581,21 +581,7 @@ def workflow_wait_grant(
       swamp workflow wait grant wait_3bq... --expires 2h --uses 1 --note "scanner in CI"
       swamp workflow wait grant wait_3bqx --json | jq -r .permission.token > token.txt
     """
-    within: float | None = None
-    if expires is not None:
-        from ..domain.errors import InvalidRequest
-        from ..protocol.requests import parse_duration
-
-        try:
-            within = parse_duration(expires)
-        except InvalidRequest as exc:
-            raise click.BadParameter(exc.message, param_hint="--expires") from None
-        from ..domain.permissions import MAX_EXPIRES
-
-        if not 0 < within <= MAX_EXPIRES:
-            raise click.BadParameter(
-                "give a duration longer than 0 and at most ten years, such as 30m", param_hint="--expires"
-            )
+    within = _expires_seconds(expires)
 
     def render(data: dict[str, Any]) -> None:
         p = data["permission"]

@@ -230,17 +230,20 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit, actor: Actor | None) -
     )
 
 
+def _expires(payload: dict[str, Any]) -> float | None:
+    """A grant's or a link's `expires`: seconds, or a duration such as "2h"."""
+    expires = payload.get("expires")
+    return parse_duration(expires) if isinstance(expires, str) else expires
+
+
 def _workflow_wait_grant(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.permissions import grant
 
-    expires = payload.get("expires")
-    if isinstance(expires, str):
-        expires = parse_duration(expires)
     app = _app(payload, actor)
     return grant(
         app,
         _wait_id(app, payload),
-        expires=expires,
+        expires=_expires(payload),
         uses=payload.get("uses"),
         note=payload.get("note"),
         override=payload.get("override"),
@@ -262,14 +265,11 @@ def _workflow_wait_revoke(payload: dict[str, Any], emit: Emit, actor: Actor | No
 def _workflow_wait_link(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.links import wait_link
 
-    expires = payload.get("expires")
-    if isinstance(expires, str):
-        expires = parse_duration(expires)
     app = _app(payload, actor)
     return wait_link(
         app,
         _wait_id(app, payload),
-        expires=expires,
+        expires=_expires(payload),
         override=payload.get("override"),
         claim_timeout=payload.get("claimTimeout"),
     )
