@@ -26,6 +26,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   fi
 fi
 stamp="$VENV/.installed${extra:+-$extra}"
+# the dev extra includes the plain install: scripts/demo and scripts/install after scripts/test reuse it
+if [ -z "$extra" ] && [ -f "$VENV/.installed-dev" ] && [ ! "$ROOT/pyproject.toml" -nt "$VENV/.installed-dev" ]; then
+  stamp="$VENV/.installed-dev"
+fi
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
   echo "swamp: installing the project${extra:+ with [$extra]} into .venv" >&2
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --config-settings editable_mode=compat -e "$ROOT${extra:+[$extra]}" 2>&1 \
