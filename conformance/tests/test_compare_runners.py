@@ -61,3 +61,42 @@ def test_results_without_digests_are_compared_by_outcome(tmp_path):
     new = {"a": {"outcome": "passed", "sent": _sent("11")}}
     assert compare.compare(old, new)["agree"] is True
     assert compare.compare(new, {"a": {"outcome": "passed", "sent": _sent("11")}})["agree"] is True
+
+
+def test_the_parts_of_one_run_are_merged_a_skip_giving_way_to_a_run(tmp_path):
+    """scripts/test: most scenarios by pytest on files and Node on PostgreSQL, the rest the other
+    way round; each runner's parts are merged before comparing."""
+    py_files = _results(tmp_path / "py-files.json", {
+        "a": {"outcome": "passed", "features": ["core"], "sent": _sent("11")},
+        "pg-only": {"outcome": "skipped", "features": ["postgresql-store"], "sent": []},
+    })  # fmt: skip
+    py_pg = _results(tmp_path / "py-pg.json", {
+        "pg-only": {"outcome": "passed", "features": ["postgresql-store"], "sent": _sent("22")},
+    })  # fmt: skip
+    node_pg = _results(tmp_path / "node-pg.json", {
+        "a": {"outcome": "passed", "features": ["core"], "sent": _sent("11")},
+        "pg-only": {"outcome": "passed", "features": ["postgresql-store"], "sent": _sent("22")},
+        "files-only": {"outcome": "skipped", "features": ["file-store"], "sent": []},
+    })  # fmt: skip
+    node_files = _results(tmp_path / "node-files.json", {
+        "files-only": {"outcome": "failed", "features": ["file-store"], "sent": _sent("33")},
+    })  # fmt: skip
+    py_files_only = _results(tmp_path / "py-files-only.json", {
+        "files-only": {"outcome": "passed", "features": ["file-store"], "sent": _sent("33")},
+    })  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--pytest-results", str(py_files), "--pytest-results", str(py_pg),
+         "--pytest-results", str(py_files_only), "--node-results", str(node_pg), "--node-results", str(node_files)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    report = json.loads(done.stdout)
+    assert report["differences"] == [{"id": "files-only", "pytest": "passed", "node": "failed"}], report
+    assert report["sentDifferences"] == [] and report["scenarios"] == 3
+
+
+def test_two_parts_that_ran_a_scenario_to_other_outcomes_count_as_failed(tmp_path):
+    compare = _module()
+    a = _results(tmp_path / "a.json", {"x": {"outcome": "passed", "features": ["core"], "sent": _sent("1")}})
+    b = _results(tmp_path / "b.json", {"x": {"outcome": "failed", "features": ["core"], "sent": _sent("1")}})
+    assert compare.load_all([a, b], "pytest")["x"]["outcome"] == "failed"
+    assert compare.load_all([b, a], "pytest")["x"]["outcome"] == "failed"
