@@ -85,8 +85,10 @@ def test_the_parts_of_one_run_are_merged_a_skip_giving_way_to_a_run(tmp_path):
         "files-only": {"outcome": "passed", "features": ["file-store"], "sent": _sent("33")},
     })  # fmt: skip
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--pytest-results", str(py_files), "--pytest-results", str(py_pg),
-         "--pytest-results", str(py_files_only), "--node-results", str(node_pg), "--node-results", str(node_files)],
+        [sys.executable, str(SCRIPT),
+         "--pytest-results", str(py_files), "--pytest-results", str(py_pg),
+         "--pytest-results", str(py_files_only),
+         "--node-results", str(node_pg), "--node-results", str(node_files)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     report = json.loads(done.stdout)
