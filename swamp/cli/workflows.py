@@ -165,6 +165,8 @@ def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_
             place = f"job '{warning['job']}' step '{warning['step']}' {warning['field']}"
             out(f"  {style('!', 'yellow')} {place}: {warning['path']} may be absent ({warning['reason']})")
             out(f"    → use has(): {warning['fix']}")
+            if warning.get("yaml"):
+                out(f"      as YAML: {warning['yaml']}")
         warned = len(result.get("warnings", []))
         note = f" ({warned} warning{'s' if warned != 1 else ''})" if warned else ""
         out(f"Result: {style('PASSED', 'green') if result['passed'] else style('FAILED', 'red')}{note}")

@@ -1,0 +1,64 @@
+"""Issue 30 (items 3, 8, 10, 11): errors and reports in the user's terms, tested in process."""
+
+from __future__ import annotations
+
+import pytest
+
+from swamp.domain.errors import ExpressionError
+from swamp.domain.expressions import ExpressionEngine
+from swamp.domain.payloadpaths import yaml_line
+from swamp.store.yamlio import YamlError, load_yaml
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '${{ has(steps.q.outputs.payload.v) ? steps.q.outputs.payload.v : "" }}',
+        "echo \"it's ${{ x == 'a: b' }}\"",
+        "- starts like a list item: # and a comment",
+        "two\nlines\n\nand a tab\there ",
+        "'quoted' \"both\" \\ back",
+        "  leading and trailing spaces  ",
+        "ünïcode → ✓",
+    ],
+)
+@pytest.mark.parametrize("field", ["guard", "task.inputs.run", "forEach.in", "task.inputs.list[2]"])
+def test_a_fix_as_yaml_reads_back_as_the_text(field: str, text: str) -> None:
+    line = yaml_line(field, text)
+    loaded = load_yaml(line)
+    assert (loaded[0] if field.endswith("]") else loaded[field.rsplit(".", 1)[-1]]) == text
+
+
+def test_a_hyphenated_name_is_reported_with_the_bracket_form() -> None:
+    with pytest.raises(ExpressionError) as caught:
+        ExpressionEngine().compile("steps.qa-verdict.outputs.payload.verdict == 'ship'")
+    message = caught.value.message
+    assert message.startswith("steps.qa-verdict reads as a subtraction")
+    assert "steps[\"qa-verdict\"]" in message
+    assert "${{ steps[\"qa-verdict\"].outputs.payload.verdict == 'ship' }}" in message
+    assert "container" not in message
+
+
+def test_an_undeclared_name_without_a_hyphen_keeps_cel_text() -> None:
+    with pytest.raises(ExpressionError) as caught:
+        ExpressionEngine().compile("secrets.token")
+    assert "undeclared reference" in caught.value.message
+
+
+def test_a_subtraction_of_two_declared_paths_still_compiles() -> None:
+    ExpressionEngine().compile("inputs.a-inputs.b")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('guard: ${{ has(x) ? x : "" }}\n', "line 1, column 23: ': ' inside a plain (unquoted) value"),
+        ("a: 'open\nb: 1\n", "line 3, column 1: found unexpected end of stream (while scanning a quoted"),
+        ("a: [1, 2\n", "line 2, column 1: did not find expected ',' or ']'"),
+    ],
+)
+def test_yaml_errors_say_line_and_column_in_swamps_words(text: str, says: str) -> None:
+    with pytest.raises(YamlError) as caught:
+        load_yaml(text)
+    assert str(caught.value).startswith(says)
+    assert "unicode string" not in str(caught.value)
