@@ -62,3 +62,33 @@ def test_yaml_errors_say_line_and_column_in_swamps_words(text: str, says: str) -
         load_yaml(text)
     assert str(caught.value).startswith(says)
     assert "unicode string" not in str(caught.value)
+
+
+def _wait_schemas(value: object) -> list[dict[str, object]]:
+    """The `schema` of every wait_for_signal task in a loaded YAML value, at any depth."""
+    found: list[dict[str, object]] = []
+    if isinstance(value, dict):
+        if value.get("type") == "wait_for_signal" and isinstance(value.get("schema"), dict):
+            found.append(value["schema"])
+        for item in value.values():
+            found += _wait_schemas(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += _wait_schemas(item)
+    return found
+
+
+def test_the_readme_and_the_examples_refuse_unlisted_payload_fields() -> None:
+    """Issue 30, item 11b: a newcomer copies the README's wait; a typo'd field must be refused."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    blocks = [load_yaml(b) for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "wait_for_signal" in b]
+    examples = [load_yaml(p.read_text(encoding="utf-8")) for p in sorted(root.glob("examples/**/workflow-*.yaml"))]
+    schemas = [s for doc in blocks + examples for s in _wait_schemas(doc)]
+    assert len(schemas) >= 3
+    for schema in schemas:
+        if schema.get("type") == "object":
+            assert schema.get("additionalProperties") is False, schema
