@@ -86,7 +86,8 @@ def test_the_readme_and_the_examples_refuse_unlisted_payload_fields() -> None:
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text(encoding="utf-8")
     blocks = [load_yaml(b) for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "wait_for_signal" in b]
-    examples = [load_yaml(p.read_text(encoding="utf-8")) for p in sorted(root.glob("examples/**/workflow-*.yaml"))]
+    files = sorted(root.glob("examples/**/workflow-*.yaml"))
+    examples = [load_yaml(p.read_text(encoding="utf-8")) for p in files]
     schemas = [s for doc in blocks + examples for s in _wait_schemas(doc)]
     assert len(schemas) >= 3
     for schema in schemas:
