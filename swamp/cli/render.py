@@ -318,27 +318,42 @@ def definition_note(doc: dict[str, Any]) -> None:
     out(f"  to run the edited file start a fresh run: swamp workflow run {doc['workflowName']}")
 
 
-def run_tree(doc: dict[str, Any]) -> None:
-    inputs = doc.get("inputs")  # printed as Python shows a dict: its strings already escaped
+OUTPUT_LINES = 5  # of each step's stdout and stderr, shown by history get (--lines N)
+PAYLOAD_WIDTH = 1000  # characters of a payload shown by history get; --json has it whole
+
+
+def run_tree(doc: dict[str, Any], lines: int = OUTPUT_LINES) -> None:
+    """`history get` in log mode (RUN-014, RUN-031): the run, each step with the last `lines` lines
+    of its output and what its wait or gate was told, by whom and when, then the audit trail."""
+    import json
+
+    inputs = doc.get("inputs")
     doc = shown_doc(doc)
     took = duration(doc.get("durationMs"))
     out(f"Workflow: {style(doc['workflowName'], bold=True)} (run {doc['id']})")
     if inputs:
-        out(f"  inputs: {inputs}")
+        out(f"  inputs: {shown(json.dumps(inputs, ensure_ascii=False))}")
     starter = doc.get("startedBy") or doc.get("initiatedBy")
     if starter and "audit" in doc:  # history get: who started it, as `starter: false` judges it
         out(f"  started by: {who(starter, doc)}")
+    told = {(a["job"], a["step"]): a for a in doc.get("answers") or []}
     for job in doc.get("jobs", []):
         out(f"  {ICONS.get(job['status'], '?')} {job['name']} {duration(job.get('durationMs'))}".rstrip())
         for step in job.get("steps", []):
             icon = "⚠" if step.get("allowedFailure") else ICONS.get(step["status"], "?")
             extra = f" ({step['reason']})" if step.get("reason") and step["status"] == "skipped" else ""
             out(f"    {icon} {step['name']} {duration(step.get('durationMs'))}{extra}".rstrip())
+            outputs = step.get("outputs")
+            for line in output_tail(outputs, "stdout", lines):
+                out(f"        │ {line}")
             if step.get("error"):
                 out(f"      -> {step['error']}")
-            if step["status"] == "failed":
-                for line in stderr_tail(step.get("outputs")):
-                    out(f"         {style('!', 'red', bold=True)} {line}")
+            answer = told.get((job["name"], step["name"]))
+            if answer is not None:
+                out(f"        {answer_text(answer)}")
+            failed = step["status"] == "failed"
+            for line in output_tail(outputs, "stderr", max(lines, STDERR_TAIL_LINES) if failed else lines):
+                out(f"        {style('!', 'red', bold=True)} {line}")
     for entry in doc.get("audit") or []:
         if entry.get("action") == "hook":
             hook_lines(entry, indent="  ")
@@ -395,6 +410,35 @@ def hook_lines(entry: dict[str, Any], indent: str) -> None:
         lines = [line for line in str(entry.get("stderr") or "").splitlines() if line.strip()]
         for line in lines[-HOOK_STDERR_LINES:]:
             out(f"{indent}  {style('!', 'red', bold=True)} {cut(line, TAIL_LINE_WIDTH)}")
+
+
+def answer_text(answer: dict[str, Any]) -> str:
+    """One wait's or gate's answer (RUN-031): `received {"verdict": "ship"} from alice at T`,
+    `approved by bob at T: reason`, `rejected by ...`, `open`, `timed_out at T`."""
+    import json
+
+    outcome = str(answer.get("outcome"))
+    if outcome == "open":
+        return "open: no answer yet"
+    word = "from" if outcome == "received" else "by"
+    by = f" {word} {who(answer['by'], answer)}" if answer.get("by") else ""
+    at = f" at {answer['at']}" if answer.get("at") else ""
+    text = outcome
+    if outcome == "received":
+        text = f"received {cut(shown(json.dumps(answer.get('payload'), ensure_ascii=False)), PAYLOAD_WIDTH)}"
+    granted = f" (permission granted by {answer['grantedBy']})" if answer.get("grantedBy") else ""
+    override = f" (override: {answer['override']})" if answer.get("override") else ""
+    reason = f": {answer['reason']}" if answer.get("reason") and answer.get("by") else ""
+    return f"{text}{by}{at}{granted}{override}{reason}"
+
+
+def output_tail(outputs: Any, stream: str, count: int) -> list[str]:
+    """The last `count` non-blank lines of a step's recorded `outputs.<stream>`, each cut."""
+    text = outputs.get(stream) if isinstance(outputs, dict) else None
+    if not isinstance(text, str) or count <= 0:
+        return []
+    lines = [line for line in text.splitlines() if line.strip()]
+    return [cut(line, TAIL_LINE_WIDTH) for line in lines[-count:]]
 
 
 def stderr_tail(outputs: Any) -> list[str]:

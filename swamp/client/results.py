@@ -72,10 +72,12 @@ class WatchResult(RunDocument):
 
 
 class RunHistory(RunDocument):
-    """`workflow.history.get` (RUN-012): the run document, `interrupted` and the audit trail."""
+    """`workflow.history.get` (RUN-012): the run document, `interrupted`, the audit trail and what
+    each wait and gate was told (`answers`, RUN-031: kind, outcome, payload, by, at, ...)."""
 
     interrupted: bool
     audit: list[dict[str, Any]]
+    answers: list[dict[str, Any]]
 
 
 class RunSummary(TypedDict):

@@ -49,6 +49,7 @@ from .waits import (
     WaitExpired,
     WaitNotFound,
     WaitOpen,
+    WaitRejection,
     WaitSettled,
     empty_explained,
     new_signal_id,
@@ -887,7 +888,13 @@ class WorkflowRun:
         return job, step, payload, step.accept_signal(now, payload, user, on_behalf_of, override=override)
 
     def reject_wait(
-        self, now: dt.datetime, wait_id: str, user: str, reason: str | None
+        self,
+        now: dt.datetime,
+        wait_id: str,
+        user: str,
+        reason: str | None,
+        on_behalf_of: str | None = None,
+        override: str | None = None,
     ) -> tuple[JobRun, StepRun]:
         """Reject a signal wait like a gate: the step fails (reason rejected), then its job and the run."""
         reserved = self.find_reserved(wait_id)
@@ -911,6 +918,7 @@ class WorkflowRun:
             raise step.settled_error(None)
         self.ensure_suspended()
         step.wait.settle("rejected", now)
+        step.wait.rejection = WaitRejection(user, iso(now), on_behalf_of, reason or None, override)
         step.fail(now, reason or f"Wait rejected by {user}", reason=REJECTED)
         self.settle(now, REJECTED, f"run rejected at wait {wait_id}")
         job.fail(now)

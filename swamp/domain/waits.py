@@ -174,6 +174,25 @@ class SignalReceipt:
 
 
 @dataclass(slots=True)
+class WaitRejection:
+    """Who rejected a wait, when and why (RUN-032): the record keeps it as a receipt keeps a signal's."""
+
+    by: str
+    at: str
+    onBehalfOf: str | None = None
+    reason: str | None = None
+    override: str | None = None
+
+    FIELDS: ClassVar[dict[str, Reader]] = {
+        "by": STR,
+        "at": STR,
+        "onBehalfOf": optional(STR),
+        "reason": optional(STR),
+        "override": optional(STR),
+    }
+
+
+@dataclass(slots=True)
 class SignalWait:
     waitId: str
     openedAt: str
@@ -184,6 +203,7 @@ class SignalWait:
     description: str | None = None
     receipt: SignalReceipt | None = None
     outcome: str | None = None
+    rejection: WaitRejection | None = None  # with outcome "rejected" (RUN-032)
     # Who may answer, captured from the step's `answerers:` when the wait opened (ACCESS-001), as
     # domain/access.py Policy.to_dict(); None: anyone may.
     answerers: dict[str, Any] | None = None
@@ -199,6 +219,7 @@ class SignalWait:
         "description": optional(STR),
         "receipt": optional(nested(SignalReceipt)),
         "outcome": optional(one_of(OUTCOMES, "wait outcome")),
+        "rejection": optional(nested(WaitRejection)),
         "answerers": optional(read_captured),
         "permissions": optional(lambda value, path: _permissions(value, path)),
     }
