@@ -87,7 +87,7 @@ def new_signal_id() -> str:
     return _random_id("sig_")
 
 
-def _given(text: Any) -> tuple[str, str | None]:
+def given_text(text: Any) -> tuple[str, str | None]:
     """How a malformed wait ID is shown back, and kept in the details: never a signal permission's
     token given in its place (ACCESS-063)."""
     if isinstance(text, str) and text.startswith("swp_"):
@@ -97,28 +97,13 @@ def _given(text: Any) -> tuple[str, str | None]:
 
 def check_wait_id(text: str) -> str:
     if not isinstance(text, str) or not WAIT_ID.fullmatch(text):
-        shown, kept = _given(text)
+        shown, kept = given_text(text)
         raise WaitNotFound(
             f"{shown} is not a wait ID (they look like wait_ followed by 26 letters a-z and digits 2-7); "
             "list open waits with: swamp workflow waits",
             {"waitId": kept, "reason": "malformed"},
         )
     return text
-
-
-def check_wait_ref(text: str) -> bool:
-    """Whether `text` is a whole wait ID (True) or a prefix of one (False); anything else is refused
-    with wait_not_found (reason malformed) before any lookup."""
-    if isinstance(text, str) and WAIT_ID.fullmatch(text):
-        return True
-    if isinstance(text, str) and WAIT_PREFIX.fullmatch(text):
-        return False
-    shown, kept = _given(text)
-    raise WaitNotFound(
-        f"{shown} is not a wait ID (wait_ followed by 26 letters a-z and digits 2-7) nor a prefix of one "
-        f"(wait_ and at least {MIN_WAIT_PREFIX} of them); list open waits with: swamp workflow waits",
-        {"waitId": kept, "reason": "malformed"},
-    )
 
 
 def payload_digest(payload: Any) -> str:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..domain.activeruns import ACTIVE, active_entry
 from ..domain.changes import run_state
-from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
+from ..domain.errors import RunNotFound, RunUnreadable, StorageError, SwampError
 from ..domain.instants import parse_iso
 from ..domain.run import WorkflowRun
 from ..domain.runref import check_run_ref, is_run_id
@@ -21,6 +21,7 @@ from .repo import RepoLayout
 
 if TYPE_CHECKING:
     from ..app.ports import OnChange
+    from ..domain.prefixes import Candidate
 
 T = TypeVar("T")
 ENTRY_KEYS = frozenset({"runId", "workflowId", "workflowName", "status", "inputsSha256", "nextDeadline"})
@@ -502,9 +503,18 @@ class RunRepository:
                 {"run": run_id_or_prefix},
             )
         if len(matches) > 1:
-            ids = sorted(p.stem for p in matches)
-            raise RunAmbiguous(
-                f"'{run_id_or_prefix}' matches {len(ids)} runs; give more of the run ID",
-                {"run": run_id_or_prefix, "runIds": ids},
+            from ..domain.prefixes import SHOWN, ambiguous_run
+
+            matches.sort(key=lambda p: p.stem)
+            raise ambiguous_run(
+                run_id_or_prefix, [self._candidate(p) for p in matches[:SHOWN]], [p.stem for p in matches]
             )
         return self.load_path(matches[0])
+
+    def _candidate(self, path: Path) -> Candidate:
+        from ..domain.prefixes import Candidate, run_candidate
+
+        try:
+            return run_candidate(self.load_path(path))
+        except SwampError:
+            return Candidate(path.stem, None, "unreadable")

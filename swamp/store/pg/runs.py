@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from ...domain.activeruns import ACTIVE, active_entry
 from ...domain.changes import run_state
-from ...domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
+from ...domain.errors import RunNotFound, RunUnreadable, StorageError, SwampError
 from ...domain.run import WorkflowRun
 from ...domain.runref import check_run_ref
 from .connection import Database
 
 if TYPE_CHECKING:
     from ...app.ports import OnChange
+    from ...domain.prefixes import Candidate
 
 _ACTIVE = "status IN (" + ", ".join(f"'{status}'" for status in sorted(ACTIVE)) + ")"
 _UPSERT = (
@@ -202,12 +203,19 @@ class PgRunRepository:
                 {"run": run_id_or_prefix},
             )
         if len(rows) > 1:
+            from ...domain.prefixes import SHOWN, ambiguous_run
+
             ids = sorted(r[0] for r in rows)
-            raise RunAmbiguous(
-                f"'{run_id_or_prefix}' matches {len(ids)} runs; give more of the run ID",
-                {"run": run_id_or_prefix, "runIds": ids},
-            )
+            raise ambiguous_run(run_id_or_prefix, [self._candidate(r[0], r[1]) for r in rows[:SHOWN]], ids)
         return self._parse(rows[0][0], rows[0][1])
+
+    def _candidate(self, run_id: str, record: Any) -> Candidate:
+        from ...domain.prefixes import Candidate, run_candidate
+
+        try:
+            return run_candidate(self._parse(run_id, record))
+        except SwampError:
+            return Candidate(run_id, None, "unreadable")
 
     def wait_home(self, wait_id: str) -> tuple[str, str] | None:
         rows = self.db.execute("SELECT workflow_id, run_id FROM waits WHERE wait_id = %s", (wait_id,))
