@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
+from helpers import run_swamp
 
 from swamp.domain.errors import ExpressionError
 from swamp.domain.expressions import ExpressionEngine
@@ -93,3 +97,58 @@ def test_the_readme_and_the_examples_refuse_unlisted_payload_fields() -> None:
     for schema in schemas:
         if schema.get("type") == "object":
             assert schema.get("additionalProperties") is False, schema
+
+
+_PG = os.environ.get("SWAMP_TEST_PG", "")
+
+
+def _record(run_id: str, workflow: str, status: str) -> dict[str, object]:
+    return {
+        "formatVersion": 1,
+        "id": run_id,
+        "workflowId": f"70000000-0000-4000-8000-00000000000{workflow[-1]}",
+        "workflowName": workflow,
+        "status": status,
+        "createdAt": "2026-01-01T00:00:00.000Z",
+        "inputs": {},
+        "tags": {},
+        "jobs": [],
+    }
+
+
+@pytest.mark.skipif(not _PG.startswith(("postgresql://", "postgres://")), reason="SWAMP_TEST_PG is not set")
+def test_both_stores_list_the_candidates_of_an_ambiguous_run_prefix(tmp_path: Path) -> None:
+    """CLI-031 on PostgreSQL as on files (the scenario plants files; here the rows are planted)."""
+    import json
+    import uuid
+
+    import psycopg
+    from helpers import make_repo
+
+    records = [_record("abc-1", "w8", "succeeded"), _record("abc-2", "w9", "failed")]
+    files = make_repo(tmp_path / "files")
+    for record in records:
+        path = files.root / ".swamp/workflow-runs" / str(record["workflowId"]) / f"{record['id']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record))
+    url = f"{_PG}{'&' if '?' in _PG else '?'}options=-csearch_path%3Dt_{uuid.uuid4().hex[:12]}"
+    env = {"SWAMP_STORE_URL": url}
+    (tmp_path / "pg").mkdir()
+    assert run_swamp("repo", "init", ".", cwd=tmp_path / "pg", env=env).code == 0
+    with psycopg.connect(url, autocommit=True) as db:
+        for record in records:
+            db.execute(
+                "INSERT INTO runs (run_id, workflow_id, workflow_name, status, inputs_sha256, created_at, record)"
+                " VALUES (%s, %s, %s, %s, '', %s, %s)",
+                (record["id"], record["workflowId"], record["workflowName"], record["status"],
+                 record["createdAt"], json.dumps(record)),
+            )
+    errors = [
+        run_swamp("workflow", "history", "get", "abc-", "--json", cwd=cwd, env=e).json["error"]
+        for cwd, e in ((files.root, None), (tmp_path / "pg", env))
+    ]
+    assert errors[0] == errors[1]
+    assert errors[0]["details"]["runs"] == [
+        {"runId": "abc-1", "workflowName": "w8", "status": "succeeded"},
+        {"runId": "abc-2", "workflowName": "w9", "status": "failed"},
+    ]
