@@ -138,8 +138,8 @@ def test_both_stores_list_the_candidates_of_an_ambiguous_run_prefix(tmp_path: Pa
     with psycopg.connect(url, autocommit=True) as db:
         for record in records:
             db.execute(
-                "INSERT INTO runs (run_id, workflow_id, workflow_name, status, inputs_sha256, created_at, record)"
-                " VALUES (%s, %s, %s, %s, '', %s, %s)",
+                "INSERT INTO runs (run_id, workflow_id, workflow_name, status, inputs_sha256, created_at,"
+                " record) VALUES (%s, %s, %s, %s, '', %s, %s)",
                 (record["id"], record["workflowId"], record["workflowName"], record["status"],
                  record["createdAt"], json.dumps(record)),
             )
