@@ -148,6 +148,8 @@ class Options:
     resume: bool = True
     rate: float = DEFAULT_RATE
     trusted_proxies: str | None = None  # addresses whose X-Forwarded-For is believed
+    connect: str | None = None  # a serve's socket: ask it, read no repository (GATEWAY-008)
+    config: str | None = None  # with connect: a file holding `gateway:` settings (GATEWAY-016)
 
 
 def setting_public_url(repo_dir: str | None) -> str | None:
@@ -162,11 +164,38 @@ def setting_public_url(repo_dir: str | None) -> str | None:
 
 def _repository(repo_dir: str | None) -> None:
     """The repository the gateway answers for, found before it listens (GATEWAY-007): without one
-    every request would be refused, so the gateway does not start (a store address alone is not
-    enough yet: the core's requests read the repository)."""
+    every request would be refused, so the gateway does not start. A store address alone is not
+    enough: answering a wait reads the repository too (its settings, hooks and workflows), so a host
+    without it puts the gateway in front of a serve that has it (--connect)."""
     from ..app.context import App
+    from ..domain.errors import RepoNotFound
 
-    App.shared(repo_dir)
+    try:
+        App.shared(repo_dir)
+    except RepoNotFound as exc:
+        where = f"in {repo_dir}" if repo_dir else "in this folder or its parents"
+        raise RepoNotFound(
+            f"No swamp repository {where}, and the gateway answers from one: start it beside the "
+            "repository (or with --repo-dir), or on a host without it in front of a swamp serve "
+            "that has it (swamp gateway --connect SOCKET, or SWAMP_CONNECT)",
+            exc.details,
+        ) from None
+
+
+def _through_serve(options: Options) -> tuple[str | None, dict[str, Any] | None, str | None]:
+    """With --connect: the public URL and webhook routes of --config, if given (GATEWAY-016);
+    the gateway reads no repository (GATEWAY-008)."""
+    if options.repo_dir:
+        raise UsageError(
+            "--repo-dir names a repository on this machine; with --connect the gateway asks the serve, "
+            "which answers from its own: leave out one of them",
+            {},
+        )
+    if options.config is None:
+        return None, None, None
+    from .config_file import read_config
+
+    return read_config(options.config)
 
 
 def _server_class() -> type:
@@ -212,16 +241,37 @@ def serve(options: Options) -> int:
             raise UsageError(
                 exc.message.replace(".swamp.yaml: ", ""), {"publicUrl": options.public_url}
             ) from None
-    else:
-        url = setting_public_url(options.repo_dir)
     host, port = parse_listen(options.listen)
-    _repository(options.repo_dir)
+    if options.connect is not None:
+        from .through_serve import ThroughServe
+
+        config_url, routes, routes_dir = _through_serve(options)
+        # No `resume` through a serve: it refuses one from another account (ACCESS-075); its
+        # --auto-continue continues the run (GATEWAY-008).
+        gateway = Gateway(
+            repo_dir=None,
+            public_url=url or config_url,
+            resume=False,
+            limits=Limits.make(options.rate),
+            serve=ThroughServe(options.connect),
+            routes=routes,
+            routes_dir=routes_dir,
+        )
+    else:
+        if options.config is not None:
+            raise UsageError(
+                "--config goes with --connect: beside a repository the gateway reads its settings from "
+                ".swamp.yaml (gateway.publicUrl, gateway.routes)",
+                {},
+            )
+        url = url or setting_public_url(options.repo_dir)
+        _repository(options.repo_dir)
+        gateway = Gateway(
+            repo_dir=options.repo_dir, public_url=url, resume=options.resume, limits=Limits.make(options.rate)
+        )
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
-    gateway = Gateway(
-        repo_dir=options.repo_dir, public_url=url, resume=options.resume, limits=Limits.make(options.rate)
-    )
     config = uvicorn.Config(
         AccessLog(HeaderLimit(build_app(gateway))),
         log_level="warning",

@@ -41,7 +41,7 @@ def error_response(error: SwampError) -> Response:
 
 
 def routes(gateway: Gateway) -> list[BaseRoute]:
-    table = load_routes(_route_settings(gateway), gateway.repo_dir)
+    table = load_routes(_route_settings(gateway), gateway.routes_dir or gateway.repo_dir)
 
     async def receive(request: Request) -> Response:
         from .api import client_of, note, too_many
@@ -62,7 +62,9 @@ def routes(gateway: Gateway) -> list[BaseRoute]:
 
 def _route_settings(gateway: Gateway) -> dict[str, Any] | None:
     """The repository's `gateway.routes` (none without a repository: a store URL alone has no
-    settings file)."""
+    settings file), or with --connect those of --config (GATEWAY-016)."""
+    if gateway.serve is not None:
+        return gateway.routes
     from ..domain.errors import RepoNotFound
     from ..store.repo import find_repo
     from ..store.settings import load_settings
