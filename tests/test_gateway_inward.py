@@ -52,7 +52,8 @@ CONFIG = """\
 gateway:
   publicUrl: https://gateway.example.com
   routes:
-    ci: {verify: github, secret: {file: ci.secret}, wait: "${{ body.w }}", payload: {verdict: "${{ body.v }}"}}
+    ci:
+      {verify: github, secret: {file: ci.secret}, wait: "${{ body.w }}", payload: {verdict: "${{ body.v }}"}}
 """
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create and act as other accounts")
