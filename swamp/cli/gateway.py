@@ -42,7 +42,7 @@ from .common import click
     "--connect",
     metavar="SOCKET",
     help="Ask the swamp serve on this socket instead of opening the repository and store here "
-    "(also the global --connect and SWAMP_CONNECT); a gateway on a host without the repository.",
+    "(also the global --connect and SWAMP_CONNECT): the gateway then needs no access to the store.",
 )
 @click.option(
     "--config",

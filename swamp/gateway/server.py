@@ -165,8 +165,8 @@ def setting_public_url(repo_dir: str | None) -> str | None:
 def _repository(repo_dir: str | None) -> None:
     """The repository the gateway answers for, found before it listens (GATEWAY-007): without one
     every request would be refused, so the gateway does not start. A store address alone is not
-    enough: answering a wait reads the repository too (its settings, hooks and workflows), so a host
-    without it puts the gateway in front of a serve that has it (--connect)."""
+    enough: answering a wait reads the repository too (its settings, hooks and workflows), so a
+    gateway without it asks a serve that has it (--connect)."""
     from ..app.context import App
     from ..domain.errors import RepoNotFound
 
@@ -176,8 +176,8 @@ def _repository(repo_dir: str | None) -> None:
         where = f"in {repo_dir}" if repo_dir else "in this folder or its parents"
         raise RepoNotFound(
             f"No swamp repository {where}, and the gateway answers from one: start it beside the "
-            "repository (or with --repo-dir), or on a host without it in front of a swamp serve "
-            "that has it (swamp gateway --connect SOCKET, or SWAMP_CONNECT)",
+            "repository (or with --repo-dir), or, as an account without it, in front of the swamp "
+            "serve of an account that has it (swamp gateway --connect SOCKET, or SWAMP_CONNECT)",
             exc.details,
         ) from None
 
