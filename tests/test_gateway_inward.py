@@ -86,6 +86,30 @@ class Place:
         self.env = {"PATH": "/usr/bin:/bin", "HOME": str(base), "SWAMP_NOW": NOW, "LANG": "C.UTF-8"}
         self.url = ""
         self.gateway: subprocess.Popen[str] | None = None
+        self.serve: subprocess.Popen[bytes] | None = None
+        self.serve_log = base / "serve.log"
+
+    def start_serve(self) -> None:
+        argv = ["serve", "--socket", str(self.socket), "--socket-access", f"group:{GROUP}", "--auto-continue"]
+        self.serve = subprocess.Popen(
+            _as(SERVICE, *argv),
+            cwd=self.repo,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self.serve_log.open("a"),
+        )
+        _wait_for(self.socket.exists, "serve listens", self.serve, self.serve_log)
+
+    def stop_serve(self) -> None:
+        if self.serve is None:
+            return
+        self.serve.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.serve.wait(20)
+        if self.serve.poll() is None:
+            self.serve.kill()
+            self.serve.wait()
 
     def swamp(self, account: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -147,25 +171,9 @@ def place() -> Iterator[Place]:
     for name, text in (("gateway.yaml", CONFIG), ("ci.secret", SECRET + "\n")):
         (here.home / name).write_text(text)
         shutil.chown(here.home / name, GATEWAY, GATEWAY)
-    serve_log, gateway_log = base / "serve.log", base / "gateway.log"
-    serve = subprocess.Popen(
-        _as(
-            SERVICE,
-            "serve",
-            "--socket",
-            str(here.socket),
-            "--socket-access",
-            f"group:{GROUP}",
-            "--auto-continue",
-        ),
-        cwd=here.repo,
-        env=here.env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=serve_log.open("w"),
-    )
+    gateway_log = base / "gateway.log"
     try:
-        _wait_for(here.socket.exists, "serve listens", serve, serve_log)
+        here.start_serve()
         here.gateway = subprocess.Popen(
             _as(
                 GATEWAY,
@@ -190,15 +198,14 @@ def place() -> Iterator[Place]:
         here.url = json.loads(line)["listening"]
         yield here
     finally:
-        for process in (here.gateway, serve):
-            if process is None:
-                continue
-            process.terminate()
+        if here.gateway is not None:
+            here.gateway.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(20)
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+                here.gateway.wait(20)
+            if here.gateway.poll() is None:
+                here.gateway.kill()
+                here.gateway.wait()
+        here.stop_serve()
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -283,3 +290,21 @@ def test_the_receipt_text_follows_serves_auto_resume() -> None:
     pending = {"autoResume": {"resumed": False, "reason": "approval_pending", "steps": ["gate"]}}
     assert continuation_text(pending) == "The run stays suspended; it goes on once it is resumed."
     assert "stays suspended" in continuation_text({})  # a serve without --auto-continue
+
+
+def test_a_serve_that_goes_away_is_503_until_it_is_back(place: Place) -> None:
+    """GATEWAY-008, GATEWAY-009, GATEWAY-015: the gateway outlives its serve, says so, and finds
+    the next one without a restart of its own. (Last in this module: it restarts serve.)"""
+    _, wait_id, token = place.waiting()
+    auth = {"Authorization": f"Bearer {token}"}
+    place.stop_serve()
+    health = httpx.get(f"{place.url}/healthz")
+    assert health.status_code == 503 and health.headers["retry-after"]
+    assert health.json()["error"]["code"] == "store_unavailable"
+    gone = httpx.post(f"{place.url}/v1/waits/{wait_id}/signal", headers=auth, json={"verdict": "ship"})
+    assert gone.status_code == 503
+    assert str(place.socket) not in gone.text
+    place.start_serve()
+    assert httpx.get(f"{place.url}/healthz").status_code == 200
+    back = httpx.post(f"{place.url}/v1/waits/{wait_id}/signal", headers=auth, json={"verdict": "ship"})
+    assert back.status_code == 200, back.text
