@@ -253,7 +253,7 @@ def serve(options: Options) -> int:
             public_url=url or config_url,
             resume=False,
             limits=Limits.make(options.rate),
-            serve=ThroughServe(options.connect),
+            serve=ThroughServe(options.connect, write_log),
             routes=routes,
             routes_dir=routes_dir,
         )

@@ -5,13 +5,15 @@ account as a socket peer (ACCESS-072..077), runs the hooks, and continues runs w
 One connection (swamp.client's, safe to share between threads) carries every request; it is opened
 on the first request and opened again on the next one after it ends, so a serve that restarts is
 found again. A serve that cannot be reached, or a connection that ends before its answer, is the
-core's `store_unavailable` (503, as `swamp --connect` says it, ACCESS-084); serve's refusals pass
-through as serve made them.
+core's `store_unavailable` (503, as `swamp --connect` says it, ACCESS-084), told to the HTTP client
+without the socket's path; why is logged on stderr for the gateway's operator, once each time it
+changes. Serve's refusals pass through as serve made them.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..domain.errors import StoreUnavailable, SwampError
@@ -20,10 +22,12 @@ UNREACHABLE = "swamp serve does not answer the gateway; try again in a moment"
 
 
 class ThroughServe:
-    def __init__(self, path: str):
+    def __init__(self, path: str, log: Callable[[dict[str, Any]], None] = lambda entry: None):
         self.path = path
+        self._log = log  # one JSON line on stderr (server.write_log)
         self._client: Any = None
         self._lock = threading.Lock()
+        self._down: str | None = None  # why serve could not be reached, as last logged
 
     def ask(self, request_type: str, payload: dict[str, Any]) -> dict[str, Any]:
         """The result of REQUEST_TYPE as serve answers it (called in a worker thread)."""
@@ -67,11 +71,26 @@ class ThroughServe:
             if self._client is None:
                 try:
                     self._client = Client.connect(self.path)
-                except OSError:
+                except OSError as exc:
+                    self._log_down(f"cannot connect to {self.path}: {exc.strerror or exc}")
                     raise StoreUnavailable(UNREACHABLE, {}) from None
                 except WireError as exc:  # socket_not_owned: whoever listens there is not serve's account
-                    raise SwampError(exc.message, exc.details, code=exc.code) from None
+                    self._log_down(f"{exc.code}: {exc.message}")
+                    raise StoreUnavailable(UNREACHABLE, {}) from None
+                if self._down is not None:
+                    self._down = None
+                    self._note({"serve": self.path, "connected": True})
             return self._client
+
+    def _log_down(self, reason: str) -> None:
+        if reason != self._down:
+            self._down = reason
+            self._note({"serve": self.path, "unavailable": reason})
+
+    def _note(self, entry: dict[str, Any]) -> None:
+        import time
+
+        self._log({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **entry})
 
 
 def _text(value: Any) -> Any:
