@@ -67,6 +67,11 @@ def expire_due_waits(app: App) -> Iterator[Expiry]:
         yield Expiry(run.workflowId, run.id, len(expired), saved, error)
 
 
+# A hook's event only (HOOK-023): never appended to the event log, whose events are in
+# spec/schemas/events.schema.json.
+DUE_SOON = "wait_due_soon"
+
+
 @dataclass(frozen=True)
 class DueSoon:
     """A wait whose waitDueSoon hook the sweep started (HOOK-022), or a run it could not check."""
@@ -118,7 +123,7 @@ def start_due_soon_hooks(app: App) -> Iterator[DueSoon]:
                     assert step.wait is not None
                     step.wait.dueSoonAt = iso(now)
                     where = {"job": job.name, "step": step.name, "waitId": step.wait.waitId}
-                    events.append({"event": "wait_due_soon", **where})
+                    events.append({"event": DUE_SOON, **where})
             if events:
                 app.runs.save(fresh)
                 from .hooks import start_hooks
