@@ -296,6 +296,29 @@ def _wait_entry(
     }
 
 
+def opened_hook_failures(audit: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """HOOK-017: for each wait whose last `waitOpened` attempt in `audit` did not end ok, what
+    `waits` and `wait show` say of it as `hookFailed`: that attempt's outcome, and when the next
+    one is due (null: none is)."""
+    last: dict[str, dict[str, Any]] = {}
+    for entry in audit:
+        if entry.get("action") == "hook" and entry.get("hook") == "waitOpened":
+            last[str(entry.get("waitId"))] = entry
+    return {
+        wait_id: {
+            "hook": "waitOpened",
+            "code": entry.get("code"),
+            "exitCode": entry.get("exitCode"),
+            "at": entry.get("at"),
+            "attempt": entry.get("attempt", 1),
+            "attempts": entry.get("attempts", 1),
+            "retryAt": entry.get("retryAt"),
+        }
+        for wait_id, entry in last.items()
+        if entry.get("code") != "ok"
+    }
+
+
 def list_waits(
     app: App,
     workflow_ref: str | None = None,
@@ -310,6 +333,7 @@ def list_waits(
     now = app.clock.now()
     waits = []
     for run in suspended_runs(app, workflow_id):
+        listed = []
         for job, step in run.unsettled_waits():
             assert step.wait is not None
             entry = _wait_entry(run, job.name, step.name, step.wait, now)
@@ -317,7 +341,13 @@ def list_waits(
                 continue
             if expiring_within is not None and entry["secondsLeft"] > expiring_within:
                 continue
-            waits.append(entry)
+            listed.append(entry)
+        if listed:
+            failed = opened_hook_failures(app.runs.read_audit(run))
+            for entry in listed:
+                if entry["waitId"] in failed:
+                    entry["hookFailed"] = failed[entry["waitId"]]
+        waits.extend(listed)
     waits.sort(key=lambda w: (w["deadline"], w["waitId"]))
     if not reserved:
         return {"waits": waits}
@@ -349,6 +379,9 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
         for entry in app.runs.read_audit(run)
         if entry.get("action") == "hook" and entry.get("waitId") == wait_id
     ]
+    failed = opened_hook_failures(doc["hooks"]).get(wait_id)
+    if failed is not None:
+        doc["hookFailed"] = failed
     if wait.permissions:
         from .permissions import shown_permissions
 

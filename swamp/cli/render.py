@@ -390,7 +390,15 @@ def hook_lines(entry: dict[str, Any], indent: str) -> None:
     else:
         how = style(f"could not start: {entry.get('error')}", "red")
     took = duration(entry.get("durationMs"))
-    out(f"{indent}{entry.get('at')} hook {entry.get('hook')} {entry.get('waitId')}: {how} after {took}")
+    attempt = again = ""
+    if (entry.get("attempts") or 1) > 1:  # HOOK-019: each attempt of a hook with retries
+        attempt = f" (attempt {entry.get('attempt')} of {entry.get('attempts')})"
+        if entry.get("retryAt"):
+            again = f"; next attempt at {entry.get('retryAt')}"
+    out(
+        f"{indent}{entry.get('at')} hook {entry.get('hook')} {entry.get('waitId')}{attempt}: "
+        f"{how} after {took}{again}"
+    )
     if code != "ok":
         lines = [line for line in str(entry.get("stderr") or "").splitlines() if line.strip()]
         for line in lines[-HOOK_STDERR_LINES:]:

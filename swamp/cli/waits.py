@@ -357,7 +357,7 @@ def workflow_waits(
         table(
             [
                 [
-                    w["waitId"],
+                    w["waitId"] + (" !" if w.get("hookFailed") else ""),
                     w["workflowName"],
                     w["runId"],
                     f"{w['jobName']}.{w['stepName']}",
@@ -371,6 +371,9 @@ def workflow_waits(
             wide=wide,
             drop=("DEADLINE", "RUN", "SCHEMA", "WORKFLOW"),
         )
+        if any(w.get("hookFailed") for w in data["waits"]):  # HOOK-017
+            out("! its waitOpened hook failed, so nobody may have been told it is open")
+            out("  (how it failed: swamp workflow wait show WAIT_ID)")
         if any(not w["expired"] for w in data["waits"]):
             out("Send one with: swamp workflow signal WAIT_ID --payload '<json>'")
             out("  (its schema and an example: swamp workflow wait show WAIT_ID)")
@@ -500,6 +503,14 @@ def workflow_wait_show(
             out("  permissions:")
             for line in permission_lines(data["permissions"]):
                 out("    " + line)
+        if data.get("hookFailed"):  # HOOK-017
+            failed = data["hookFailed"]
+            again = f", next attempt at {failed['retryAt']}" if failed.get("retryAt") else ""
+            out(
+                "  " + style("! its waitOpened hook failed", "red", bold=True)
+                + f" ({failed['code']}, attempt {failed['attempt']} of {failed['attempts']}{again}): "
+                "nobody may have been told this wait is open"
+            )
         if data.get("hooks"):
             from .render import hook_lines
 

@@ -188,6 +188,9 @@ class SignalWait:
     # domain/access.py Policy.to_dict(); None: anyone may.
     answerers: dict[str, Any] | None = None
     permissions: list[Permission] | None = None  # signal permissions granted on it (ACCESS-040..)
+    # When the waitDueSoon hook was started for it (HOOK-022): set once, under the run's claim, so
+    # the hook runs once per wait whichever host enforces deadlines.
+    dueSoonAt: str | None = None
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "kind": one_of(WAIT_KINDS, "wait kind"),
@@ -201,6 +204,7 @@ class SignalWait:
         "outcome": optional(one_of(OUTCOMES, "wait outcome")),
         "answerers": optional(read_captured),
         "permissions": optional(lambda value, path: _permissions(value, path)),
+        "dueSoonAt": optional(STR),
     }
 
     @classmethod

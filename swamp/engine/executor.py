@@ -10,6 +10,7 @@ or a signal wait) lets its siblings finish; then no new level starts and the run
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -95,7 +96,9 @@ class WorkflowExecutor:
             return
         workers = min(len(items), cap or MAX_THREADS, MAX_THREADS)
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for future in [pool.submit(work, item) for item in items]:
+            # Each worker in a copy of this context: what the request collects (the hooks its
+            # saves start, hooks/report.py) is collected from every worker too.
+            for future in [pool.submit(contextvars.copy_context().run, work, item) for item in items]:
                 future.result()
 
     # -- the run -----------------------------------------------------------------------------
