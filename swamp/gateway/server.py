@@ -100,7 +100,7 @@ class AccessLog:
             state = scope.get("state") or {}
             if state.get("code") is not None:
                 entry["code"] = state["code"]
-            if state.get("delivery") is not None:  # a webhook's delivery ID (GATEWAY-086): no secret
+            if state.get("delivery") is not None:  # a webhook's delivery ID (GATEWAY-085): no secret
                 entry["deliveryId"] = state["delivery"]
             write_log(entry)
 

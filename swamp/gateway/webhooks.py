@@ -107,7 +107,7 @@ async def deliver(gateway: Gateway, table: dict[str, HookRoute], request: Reques
             {"route": name, "key": "delivery", **(exc.details or {})},
         ) from None
     if delivery is not None:
-        request.state.delivery = delivery  # the access log names it (GATEWAY-004)
+        request.state.delivery = delivery  # the access log names it (GATEWAY-085)
     try:
         address = route.address(document, headers)
         payload = route.build_payload(document, headers)
@@ -136,7 +136,7 @@ async def deliver(gateway: Gateway, table: dict[str, HookRoute], request: Reques
 
 def _replayed(error: SwampError, delivery: str | None) -> dict[str, Any] | None:
     """The first receipt, when the refusal says the wait already took this very delivery: the
-    delivery with this ID (GATEWAY-081), or, for a delivery without one, this payload (GATEWAY-079)."""
+    delivery with this ID (GATEWAY-083), or, for a delivery without one, this payload (GATEWAY-079)."""
     details = error.details or {}
     same = details.get("sameDelivery") if delivery is not None else details.get("samePayload")
     if not same:
