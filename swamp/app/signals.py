@@ -82,6 +82,7 @@ def signal(
     emit: Callable[[dict[str, Any]], None] | None = None,
     override: str | None = None,
     token: str | None = None,
+    delivery_id: str | None = None,
 ) -> dict[str, Any]:
     """Every check, payload and schema included, is made first on the record read without the
     claim (WAIT-016): a slow or hostile payload never holds the claim. Then, under the claim, the
@@ -94,10 +95,15 @@ def signal(
     A `token` (a signal permission, permissions.py) is the admission instead of the policy: it is
     checked first, before the wait's own checks, and again under the claim, where its use is
     counted in the same save as the receipt (ACCESS-045..047). A signal with a token is never held
-    (ACCESS-052)."""
+    (ACCESS-052).
+
+    A `delivery_id` (the sender's ID of this delivery, WAIT-086) is kept on the receipt; a wait that
+    already took a signal says whether it was this very delivery (`sameDelivery`, WAIT-087)."""
+    from ..domain.waits import check_delivery_id
     from .answerers import check_override
 
     check_override(override)
+    check_delivery_id(delivery_id)
     if token is not None and override is not None:
         from ..domain.errors import InvalidRequest
 
@@ -148,6 +154,7 @@ def signal(
             continue_run=(lambda run: continue_if_nothing_open(app, run, emit)) if resume else None,
             override=override,
             permission=held_with,
+            delivery_id=delivery_id,
         )
     try:
         from .answerers import admit_wait
@@ -156,7 +163,7 @@ def signal(
         if token is None:
             admission = admit_wait(app, found, *found.find_wait(wait_id), wait_id, override)
         job, step, payload, _ = found.signal(
-            now, wait_id, read_payload, user, app.validation.problems, record=False
+            now, wait_id, read_payload, user, app.validation.problems, record=False, delivery_id=delivery_id
         )
     except SwampError as exc:
         if not check_only:
@@ -196,6 +203,7 @@ def signal(
                 checked_already,
                 on_behalf_of=on_behalf_of,
                 override=admission.override if admission is not None else None,
+                delivery_id=delivery_id,
             )
         except SwampError as exc:
             app.runs.append_audit(run, _refused(now, user, on_behalf_of, wait_id, exc))

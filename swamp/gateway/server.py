@@ -97,9 +97,11 @@ class AccessLog:
                 "ms": round((time.monotonic() - started) * 1000, 1),
                 "client": client[0] if client else None,
             }
-            code = (scope.get("state") or {}).get("code")
-            if code is not None:
-                entry["code"] = code
+            state = scope.get("state") or {}
+            if state.get("code") is not None:
+                entry["code"] = state["code"]
+            if state.get("delivery") is not None:  # a webhook's delivery ID (GATEWAY-085): no secret
+                entry["deliveryId"] = state["delivery"]
             write_log(entry)
 
 
@@ -128,6 +130,12 @@ class HeaderLimit:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def headers_too_slow(client: str | None) -> None:
+    """A connection closed because its request line and headers were too slow (GATEWAY-096)."""
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    write_log({"at": at, "client": client, "closed": "headers_timeout"})
 
 
 def write_log(entry: dict[str, Any]) -> None:
@@ -229,6 +237,7 @@ def serve(options: Options) -> int:
 
     from ..domain.settings import SettingsInvalid, public_url
     from .app import build_app
+    from .connections import protocol_class
     from .limits import Limits
 
     if (options.certfile is None) != (options.keyfile is None):
@@ -286,7 +295,7 @@ def serve(options: Options) -> int:
         backlog=BACKLOG,
         ssl_certfile=options.certfile,
         ssl_keyfile=options.keyfile,
-        http="h11",
+        http=protocol_class(closed=headers_too_slow),  # h11, the headers' time bounded (GATEWAY-095)
         timeout_graceful_shutdown=10,
     )
     try:

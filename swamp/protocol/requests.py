@@ -227,6 +227,7 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit, actor: Actor | None) -
         emit=emit,
         override=payload.get("override"),
         token=payload.get("token"),
+        delivery_id=payload.get("deliveryId"),
     )
 
 
