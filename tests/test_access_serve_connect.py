@@ -121,6 +121,8 @@ def test_the_payload_prompt_works_through_connect(repo, serve) -> None:
     term.line("3")
     term.expect("[y/N] ")
     term.line("y")
+    term.expect("Continue the run now? [Y/n] ")  # CLI-039, through the serve too
+    term.line("n")
     code, text = term.finish()
     assert code == 0 and "Signal accepted" in text, text
     shown = repo.swamp("workflow", "wait", "show", wait_id, "--json").json
