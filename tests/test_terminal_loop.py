@@ -45,6 +45,13 @@ def loop_repo(tmp_path_factory):
             )
         ],
     )
+    repo.write_workflow(
+        "busy",
+        [
+            job("a", waiting("ask")),
+            job("b", sh("slow", "i=0; while [ ! -f go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done")),
+        ],
+    )
     return repo
 
 
@@ -178,3 +185,18 @@ def test_off_a_terminal_a_plain_signal_still_advises_resume(loop_repo):
     result = loop_repo.swamp("workflow", "signal", run["waits"][0]["waitId"], "--payload", "true", env=NOW)
     assert result.code == 0 and f"{RESUME_ADVICE} one --run {run['id']}" in result.out, result
     assert json.loads(json.dumps(result.out)) and "[Y/n]" not in result.out
+
+
+@pytest.mark.cli
+def test_run_shows_a_signal_held_while_steps_beside_the_wait_ran_when_it_applies_it(loop_repo):
+    """WATCH-016: the signal is held while `slow` runs; when the run applies it, a line says so."""
+    (loop_repo.root / "go").unlink(missing_ok=True)
+    term = Terminal(["workflow", "run", "busy", "--watch"], loop_repo.root, NOW)
+    term.expect("ask waiting for a signal (")
+    wait_id = term.expect(")")
+    held = loop_repo.swamp("workflow", "signal", wait_id, "--payload", "true", "--json", env=NOW)
+    assert held.json["held"] is True, held
+    (loop_repo.root / "go").write_text("")
+    term.expect(f"a │ ✉ ask: signal accepted from {held.json['signal']['submittedBy']} ({wait_id})")
+    code, text = term.finish()
+    assert code == 0 and "succeeded: workflow busy" in text, text

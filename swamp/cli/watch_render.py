@@ -49,12 +49,6 @@ class WatchProgress:
             )
             for command in event.get("next") or []:
                 out(f"  Next: {command}")
-        elif kind == "wait_settled":
-            by = f" from {event['submittedBy']}" if event.get("submittedBy") else ""
-            what = {"received": "signal accepted", "rejected": "rejected", "timed_out": "timed out"}
-            outcome = str(event.get("outcome"))
-            line = f"{event.get('job')} │ ✉ {event.get('step')}: {what.get(outcome, outcome)}"
-            out(f"{style(line, 'blue')}{by} ({event.get('waitId')})")
         elif kind == "gate_decided":
             verdict = style("approved", "green") if event.get("approved") else style("rejected", "red")
             reason = f": {event['reason']}" if event.get("reason") else ""
