@@ -45,6 +45,8 @@ def loop_repo(tmp_path_factory):
             )
         ],
     )
+    gate = {"name": "go", "task": {"type": "manual_approval", "prompt": "ship?"}}
+    repo.write_workflow("gated", [job("a", waiting("ask")), job("b", gate)])
     repo.write_workflow(
         "busy",
         [
@@ -89,14 +91,15 @@ def test_enter_at_the_offer_continues_the_run_here(loop_repo):
     assert status(loop_repo, run["id"]) == "succeeded"
 
 
+@pytest.mark.parametrize(("keys", "exit_code"), [("n\r", 0), ("\x03", 130)])
 @pytest.mark.cli
-def test_no_at_the_offer_leaves_the_run_and_says_how_to_resume(loop_repo):
+def test_no_or_ctrl_c_at_the_offer_leaves_the_run_and_says_how_to_resume(loop_repo, keys, exit_code):
     run = suspended(loop_repo, "one")
     term = answer_at_the_prompt(loop_repo, run["waits"][0]["waitId"])
     term.expect("Continue the run now? [Y/n] ")
-    term.line("n")
+    term.send(keys)
     code, text = term.finish()
-    assert code == 0, text
+    assert code == exit_code, text
     assert f"{RESUME_ADVICE} one --run {run['id']}" in text
     assert status(loop_repo, run["id"]) == "suspended"
 
@@ -110,6 +113,15 @@ def test_no_offer_while_another_wait_of_the_run_is_open(loop_repo):
     assert code == 0, text
     assert "[Y/n]" not in text and RESUME_ADVICE not in text
     assert f"Next: swamp workflow signal {other['waitId']}" in text
+
+
+@pytest.mark.cli
+def test_no_offer_while_a_gate_of_the_run_is_open_the_approval_is_next(loop_repo):
+    run = suspended(loop_repo, "gated")
+    code, text = answer_at_the_prompt(loop_repo, run["waits"][0]["waitId"]).finish()
+    assert code == 0, text
+    assert "[Y/n]" not in text and RESUME_ADVICE not in text
+    assert f"Next: swamp workflow approve gated go --run {run['id']} --resume" in text
 
 
 @pytest.mark.cli

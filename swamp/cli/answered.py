@@ -16,6 +16,7 @@ import click
 
 from ..domain import suggested
 from .output import out, stdout, style
+from .terminal_text import shown
 
 
 def serve_continues(ctx: click.Context, repo_dir: str | None) -> bool:
@@ -68,8 +69,15 @@ def offer(ctx: click.Context, repo_dir: str | None, render: Any) -> Any:
         if serve_continues(ctx, repo_dir):
             moved_on(data)
             return {"shown": True}
-        if _gate_open(ask, data):
-            _resume_later(data)
+        gates = _open_gates(ask, data)
+        if gates:  # the run still waits for a decision: no offer; the approval continues it
+            steps = [gate["stepName"] for gate in gates]
+            for gate in gates:
+                job = gate["jobName"] if steps.count(gate["stepName"]) > 1 else None
+                command = suggested.approve(
+                    str(data["workflowName"]), str(gate["stepName"]), str(data["runId"]), job=job, resume=True
+                )
+                out(f"  Next: {shown(command)}")
             return {"shown": True}
         try:
             answer = _question("Continue the run now? [Y/n] ").strip().lower()
@@ -98,7 +106,6 @@ def _question(prompt: str) -> str:
 def _continuing() -> Any:
     """The continuation's progress, as `resume` shows it, after one line that says it began."""
     from .render import RunProgress
-    from .terminal_text import shown
 
     class Continuing(RunProgress):
         started = False
@@ -112,13 +119,13 @@ def _continuing() -> Any:
     return Continuing()
 
 
-def _gate_open(ask: Any, data: dict[str, Any]) -> bool:
+def _open_gates(ask: Any, data: dict[str, Any]) -> list[dict[str, Any]]:
     gates = ask("workflow.approvals", {"workflow": data["workflowName"]}, None).get("approvals") or []
-    return any(gate.get("runId") == data["runId"] for gate in gates)
+    return [gate for gate in gates if gate.get("runId") == data["runId"]]
 
 
 def _resume_later(data: dict[str, Any]) -> None:
-    out(f"  Next: {suggested.resume(str(data['workflowName']), str(data['runId']))}")
+    out(f"  Next: {shown(suggested.resume(str(data['workflowName']), str(data['runId'])))}")
 
 
 def _continue(ctx: click.Context, data: dict[str, Any], ask: Any) -> dict[str, Any]:
@@ -142,8 +149,8 @@ def _continue(ctx: click.Context, data: dict[str, Any], ask: Any) -> dict[str, A
         with stopping as interruption:
             run = ask("workflow.resume", payload, progress)
     except SwampError as exc:
-        if exc.code in ("run_not_resumable", "claim_timeout", "run_not_suspended"):
-            out(f"{style('The run moved on', 'yellow')}: {exc.message}")
+        if exc.code in ("claim_timeout", "run_not_suspended"):  # another process continued it
+            out(f"{style('The run moved on', 'yellow')}: {shown(exc.message)}")
             out(f"  Watch it: {suggested.watch(str(data['runId']))}")
             return {"shown": True}
         raise
