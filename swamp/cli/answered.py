@@ -62,8 +62,11 @@ def offer(ctx: click.Context, repo_dir: str | None, render: Any) -> Any:
 
     def follow(data: dict[str, Any], use_json: bool, ask: Any) -> dict[str, Any]:
         from .terminal_text import shown_doc
+        from .transport import connect_path
 
-        if use_json or not waits_for_nothing(data):
+        # Through --connect the serve there continues the run itself when it auto-continues (its
+        # answer says so), and whether someone else's serve would is not ours to see: no offer.
+        if use_json or connect_path(ctx) or not waits_for_nothing(data):
             return data
         render(shown_doc(data), advice=False)
         if serve_continues(ctx, repo_dir):

@@ -114,7 +114,8 @@ def workflow_signal(
     and applied when it opens (see it with: swamp workflow waits --reserved).
 
     At a terminal, without --payload or --payload-file, it asks for the message from the wait's
-    schema, shows it, and sends it only once you confirm.
+    schema, shows it, and sends it only once you confirm; then, when the run waits for nothing
+    more and no `swamp serve --auto-continue` will continue it, it offers to continue it here.
 
     With --token-file (or --token) the signal is delivered with a signal permission (swamp
     workflow wait grant), on behalf of whoever granted it: for a job that may answer this one
