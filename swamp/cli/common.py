@@ -382,7 +382,7 @@ def watch_option(func: Callable[..., Any]) -> Callable[..., Any]:
         "--watch",
         is_flag=True,
         help="If the run suspends, keep watching it (as `swamp workflow watch`) until it ends; "
-        "exit 0 succeeded, 1 failed/cancelled/interrupted.",
+        "Ctrl-C stops only the watching. Exit 0 succeeded, 1 failed/cancelled/interrupted.",
     )(func)
 
 

@@ -130,6 +130,8 @@ class RunProgress:
         elif kind == "step_waiting":
             what = f"a signal ({event.get('waitId')})" if event.get("kind") == "signal" else "approval"
             lines.append(f"{style(job, 'blue')} │ ⏸ {step} waiting for {what}")
+        elif kind == "wait_settled":  # a watch's, or a held signal applied by the run (WATCH-016)
+            lines.append(settled_line(event))
         elif kind == "step_skipped":
             reason = event.get("reason")
             detail = f" · guard: {event.get('guard')}" if reason == "guarded" else ""
@@ -201,6 +203,15 @@ class RunProgress:
                 self._ticking = None
             self._running.clear()
             self._clear_status()
+
+
+def settled_line(event: dict[str, Any]) -> str:
+    """A `wait_settled` event (shown: CLI-030) as a line: how the wait settled, and by whom."""
+    by = f" from {event['submittedBy']}" if event.get("submittedBy") else ""
+    what = {"received": "signal accepted", "rejected": "rejected", "timed_out": "timed out"}
+    outcome = str(event.get("outcome"))
+    line = f"{event.get('job')} │ ✉ {event.get('step')}: {what.get(outcome, outcome)}"
+    return f"{style(line, 'blue')}{by} ({event.get('waitId')})"
 
 
 class AnswerProgress(RunProgress):

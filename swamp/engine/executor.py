@@ -84,10 +84,26 @@ class WorkflowExecutor:
         if early is None:
             return False
         with self.lock:
-            applied = early.sweep(self.run, self.services.clock.now())
+            now = self.services.clock.now()
+            open_before = {
+                s.wait.waitId for _, s in self.run.steps() if s.wait is not None and s.wait.outcome is None
+            }
+            applied = early.sweep(self.run, now)
         if applied:
             self._save()
+            self._report_settled(open_before, now)
         return applied
+
+    def _report_settled(self, open_before: set[str], now: Any) -> None:
+        """WATCH-016: each wait that a held signal settled in the sweep, as `wait_settled` (the
+        form a watch streams), so whoever follows the run sees the answer go in."""
+        from ..domain.changes import settled_since
+
+        for job, step in self.run.steps():
+            if step.wait is not None and step.wait.waitId in open_before:
+                event = settled_since(None, job.name, step, now)
+                if event is not None:
+                    self.services.emit(event)
 
     def _parallel(self, items: Sequence[T], cap: int | None, work: Callable[[T], None]) -> None:
         if len(items) == 1 or cap == 1:

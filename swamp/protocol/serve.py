@@ -140,6 +140,10 @@ def run_server(options: ServeOptions) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if options.auto_continue:  # before serve can be reached: a client then sees it announced
+        from .serve_announce import announce_auto_continue
+
+        announce_auto_continue(options.repo_dir, server.shutting_down, server.log)
     if options.socket_path:
         server.sockets.listen(options.socket_path, options.socket_group, options.socket_any)
     if server.follower is not None:
