@@ -1,0 +1,180 @@
+"""The open index: `.swamp/index/open.log`, what shell completion offers without reading a record.
+
+Why: a Tab starts a process; importing the store and reading every active record costs more than
+the whole budget of a Tab (cli/tabcomplete.py reads this file instead, importing nothing but os).
+
+The file is an append-only log under a header line. Every save of a run (store/runs.py) appends one
+line, after the record: the run's status, the stat stamp of its record as saved, and its open
+waits; a finished run gets a line saying so. The last line of a run wins. The stamp is how a reader
+knows a line is still true: a line whose stamp is not the record's stat now (a crash between the
+record and the line, a line lost by a rebuild) is stale, and the reader asks the store instead. So
+the index can miss a run (until that run's next save or the next rebuild) but never make completion
+offer a wait or run the record no longer holds as it was.
+
+Appends hold a shared lock on the file; compaction (keeping each run's last line, once per
+COMPACT_EVERY bytes appended) takes it exclusively and renames a new file in, so no line is lost
+to it. The file is created only by `rebuild` (from the active-run index), never by an append: a
+missing file means "not built", and completion then rebuilds it after answering the slow way.
+Only `os` and `fcntl` are imported: the reader runs on every Tab.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+
+TYPE_CHECKING = False  # not typing's: importing typing costs a Tab more than reading the index
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ..domain.run import WorkflowRun
+
+HEADER = b"# swamp open index 1\n"
+NAME = "index/open.log"
+COMPACT_EVERY = 1 << 20
+ACTIVE = ("pending", "running", "suspended")
+_FLAGS = os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+
+
+def index_path(datastore: str) -> str:
+    return os.path.join(datastore, NAME)
+
+
+def record_path(datastore: str, workflow_id: str, run_id: str) -> str:
+    return f"{datastore}/workflow-runs/{workflow_id}/{run_id}.json"
+
+
+def stamp_of(path: str) -> str:
+    """What changes whenever a record is saved: its inode (saves swap two), size and mtime."""
+    st = os.stat(path)
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+_CONTROLS = {code: " " for code in (*range(32), 127)}
+
+
+def _clean(text: str) -> str:
+    """One field of a line: no control character (the separators are tab, \\x1e, \\x1f, newline)."""
+    return text.translate(_CONTROLS)
+
+
+def _epoch(deadline: str) -> str:
+    from ..domain.instants import parse_iso
+
+    return repr(parse_iso(deadline).timestamp())
+
+
+def line_for(run: WorkflowRun, stamp: str) -> bytes:
+    """The run as completion sees it: runId, workflowId, workflowName, status, createdAt, stamp,
+    then its open waits (waitId, job, step, deadline, the deadline in seconds since the epoch, the
+    start of the wait's description)."""
+    if run.status not in ACTIVE:
+        return f"{run.id}\t-\n".encode()
+    waits = "\x1e".join(
+        "\x1f".join(
+            _clean(text)
+            for text in (
+                s.wait.waitId,
+                j.name,
+                s.name,
+                s.wait.deadline,
+                _epoch(s.wait.deadline),
+                (s.wait.description or "")[:60],
+            )
+        )
+        for j, s in run.unsettled_waits()
+        if s.wait is not None
+    )
+    fields = (run.id, run.workflowId, run.workflowName, run.status, run.createdAt, stamp)
+    return ("\t".join(_clean(f) for f in fields) + "\t" + waits + "\n").encode("utf-8", "replace")
+
+
+def note_saved(datastore: str, run: WorkflowRun, record: str) -> None:
+    """Append the run's line after its record was saved (under its claim). Best effort: a line
+    not written leaves a stale stamp, which readers detect."""
+    path = index_path(datastore)
+    try:
+        stamp = stamp_of(record) if run.status in ACTIVE else ""
+        line = line_for(run, stamp)
+        for _ in range(3):
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | _FLAGS)
+            except FileNotFoundError:
+                return  # not built: the next Tab builds it
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                if os.fstat(fd).st_ino != os.stat(path).st_ino:
+                    continue  # compacted or rebuilt while we waited: append to the new file
+                os.write(fd, line)
+                end = os.lseek(fd, 0, os.SEEK_CUR)
+            finally:
+                os.close(fd)
+            if end // COMPACT_EVERY != (end - len(line)) // COMPACT_EVERY:
+                compact(path)
+            return
+    except OSError:
+        return
+
+
+def latest(data: bytes) -> dict[str, list[str]]:
+    """Each run's last line, split into fields, for the runs not finished; torn or malformed lines
+    (a crash mid-append) are skipped."""
+    runs: dict[str, list[str]] = {}
+    for raw in data.split(b"\n")[:-1]:  # the part after the last newline is torn
+        if raw.startswith(b"#"):
+            continue
+        fields = raw.decode("utf-8", "replace").split("\t")
+        if len(fields) == 2 and fields[1] == "-":
+            runs.pop(fields[0], None)
+        elif len(fields) == 7:
+            runs[fields[0]] = fields
+    return runs
+
+
+def compact(path: str) -> None:
+    """Keep each run's last line; skipped when another process holds the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _FLAGS)
+    except OSError:
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return
+        if os.fstat(fd).st_ino != os.stat(path).st_ino:
+            return
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read()
+        if not data.startswith(HEADER):
+            return
+        _write(path, ("\t".join(f) + "\n" for f in latest(data).values()))
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+
+
+def _write(path: str, lines: Iterable[str]) -> None:
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "wb") as handle:
+        handle.write(HEADER + "".join(lines).encode("utf-8", "replace"))
+    os.replace(temporary, path)
+
+
+def start_empty(datastore: str) -> None:
+    """A repository with no run yet: its index holds none (`repo init`)."""
+    rebuild(datastore, ())
+
+
+def rebuild(datastore: str, runs: Iterable[WorkflowRun]) -> None:
+    """Write the index afresh from `runs` (the active runs, read from their records)."""
+    lines = []
+    for run in runs:
+        try:
+            stamp = stamp_of(record_path(datastore, run.workflowId, run.id))
+        except OSError:
+            continue
+        lines.append(line_for(run, stamp).decode("utf-8"))
+    os.makedirs(os.path.dirname(index_path(datastore)), exist_ok=True)
+    _write(index_path(datastore), lines)
