@@ -175,3 +175,34 @@ def test_the_fast_paths_option_table_is_clicks():
                     assert not names & VALUE_OPTIONS, (command.name, names)
                 else:
                     assert names <= VALUE_OPTIONS, (command.name, names)
+
+
+def test_the_index_compacts_to_each_runs_last_line(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from swamp.store import openindex
+
+    monkeypatch.setattr(openindex, "COMPACT_EVERY", 2048)
+    datastore = str(tmp_path)
+    openindex.start_empty(datastore)
+    for k in range(200):  # five runs saved forty times each: about 20 kB of lines
+        finished = k >= 195 and k % 5 < 3
+        run = SimpleNamespace(
+            id=f"run-{k % 5}",
+            workflowId="wf",
+            workflowName="qa",
+            status="succeeded" if finished else "suspended",
+            createdAt="2026-01-01T00:00:00.000Z",
+            unsettled_waits=list,
+        )
+        record = openindex.record_path(datastore, "wf", run.id)
+        os.makedirs(os.path.dirname(record), exist_ok=True)
+        with open(record, "w") as handle:
+            handle.write(f"save {k}\n")
+        openindex.note_saved(datastore, run, record)  # type: ignore[arg-type]
+    data = (tmp_path / "index" / "open.log").read_bytes()
+    assert data.startswith(openindex.HEADER) and len(data) < 2048 + 1024
+    latest = openindex.latest(data)
+    assert sorted(latest) == ["run-3", "run-4"]
+    for run_id, fields in latest.items():
+        assert fields[5] == openindex.stamp_of(openindex.record_path(datastore, "wf", run_id))

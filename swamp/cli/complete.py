@@ -11,6 +11,7 @@ no candidates and nothing is printed but them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,12 @@ def _candidates(
         directory = ctx.params.get("repo_dir") or ctx.find_root().params.get("repo_dir")
         data = handler(ctx)(request, {**payload, **({"repoDir": directory} if directory else {})})
         pairs = [(str(value), shown(about)) for value, about in pick(data)]
-        _rebuild_open_index()
-        return [(value, about) for value, about in pairs if shown(value) == value]
     except Exception:  # completion never fails and never prints a traceback
         return []
+    # An index not rebuilt (a read-only .swamp) costs speed only: the next Tab comes here again.
+    with contextlib.suppress(Exception):
+        _rebuild_open_index()
+    return [(value, about) for value, about in pairs if shown(value) == value]
 
 
 def _rebuild_open_index() -> None:
