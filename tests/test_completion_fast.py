@@ -206,3 +206,30 @@ def test_the_index_compacts_to_each_runs_last_line(tmp_path, monkeypatch):
     assert sorted(latest) == ["run-3", "run-4"]
     for run_id, fields in latest.items():
         assert fields[5] == openindex.stamp_of(openindex.record_path(datastore, "wf", run_id))
+
+
+PG = os.environ.get("SWAMP_TEST_PG", "")
+
+
+@pytest.mark.skipif(not PG.startswith("postgresql://"), reason="SWAMP_TEST_PG is not set")
+def test_with_postgresql_a_recent_copy_answers_and_saves_here_drop_it(tmp_path, monkeypatch):
+    import uuid
+
+    url = f"{PG}{'&' if '?' in PG else '?'}options=-csearch_path%3Dt_{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("SWAMP_STORE_URL", url)  # the subprocesses inherit it
+    here, there = make_repo(tmp_path / "here"), make_repo(tmp_path / "there")  # one store, two folders
+    wait = {"type": "wait_for_signal", "timeout": 3600, "schema": {"type": "string"}}
+    for r in (here, there):
+        r.write_workflow("qa", [job("main", {"name": "a", "task": wait}, {"name": "b", "task": wait})])
+    a, b = (w["waitId"] for w in here.swamp("workflow", "run", "qa", "--json", env=NOW).json["waits"])
+    first, clicked = tab("swamp workflow signal ", here.root)
+    assert sorted(values(first)) == sorted([a, b]) and clicked  # the store, then a copy kept
+    assert tab("swamp workflow signal ", here.root) == (first, False)
+    assert here.swamp("workflow", "signal", a, "--payload", '"ok"', env=NOW).code == 0
+    assert tab("swamp workflow signal ", here.root) == (f"plain,{b}\n", True)  # the save dropped it
+    assert there.swamp("workflow", "signal", b, "--payload", '"ok"', env=NOW).code == 0
+    assert tab("swamp workflow signal ", here.root) == (f"plain,{b}\n", False)  # elsewhere: not yet
+    cache = here.root / ".swamp" / "index" / "open-cache.log"
+    old = cache.stat().st_mtime - 31
+    os.utime(cache, (old, old))  # CACHE_SECONDS later
+    assert tab("swamp workflow signal ", here.root) == ("\n", True)

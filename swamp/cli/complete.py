@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from .common import click
@@ -38,25 +37,29 @@ def _candidates(
         return []
     # An index not rebuilt (a read-only .swamp) costs speed only: the next Tab comes here again.
     with contextlib.suppress(Exception):
-        _rebuild_open_index()
+        _rebuild_open_index(directory)
     return [(value, about) for value, about in pairs if shown(value) == value]
 
 
-def _rebuild_open_index() -> None:
-    """The fast path (cli/tabcomplete.py) found the open index missing or stale: write it afresh
-    from the active runs, so that the next Tab is answered from it."""
+def _rebuild_open_index(directory: str | None) -> None:
+    """The fast path (cli/tabcomplete.py) found the file store's open index missing or stale, or
+    no recent cache of another store: write it afresh from the active runs, so that the next Tab
+    is answered from it."""
     import os
 
     from .tabcomplete import REBUILD_ENV
 
-    datastore = os.environ.pop(REBUILD_ENV, None)
-    if datastore:
-        from ..store.openindex import rebuild
-        from ..store.repo import RepoLayout
-        from ..store.runs import RunRepository
+    asked = os.environ.pop(REBUILD_ENV, None)
+    if asked:
+        from ..app.context import App
+        from ..store.openindex import rebuild, write_cache
 
-        runs, _ = RunRepository(RepoLayout(Path(datastore).parent)).active_runs()
-        rebuild(datastore, runs)
+        datastore, _, store = asked.partition("\n")
+        runs, _ = App.shared(directory).runs.active_runs()
+        if store:
+            write_cache(datastore, store, runs)
+        else:
+            rebuild(datastore, runs)
 
 
 def _items(pairs: list[tuple[str, str]], incomplete: str) -> list[Any]:

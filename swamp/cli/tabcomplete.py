@@ -114,17 +114,18 @@ def _candidates(args: list[str], incomplete: str) -> list[tuple[str, str]] | Non
         return None
     if os.environ.get("SWAMP_CONNECT"):
         return None
-    datastore = _file_store(repo_dir)
-    if datastore is None:
+    found = _store(repo_dir)
+    if found is None:
         return None
-    return _from_index(datastore, kind, incomplete)
+    return _from_index(*found, kind, incomplete)
 
 
-def _file_store(repo_dir: str | None) -> str | None:
-    """The repository's `.swamp` folder when its runs are in the file store (no SWAMP_STORE_URL
-    but `file`, no `store:` in .swamp.yaml), else None."""
-    if os.environ.get("SWAMP_STORE_URL", "file") != "file":
-        return None
+def _store(repo_dir: str | None) -> tuple[str, str | None] | None:
+    """The repository's `.swamp` folder, and None when its runs are in the file store, else what
+    names its other store (SWAMP_STORE_URL, or the `store:` line of .swamp.yaml); None outside a
+    repository."""
+    address = os.environ.get("SWAMP_STORE_URL", "file")
+    key = None if address == "file" else f"env {address}"
     directory = repo_dir or os.environ.get("SWAMP_REPO_DIR")
     if directory:
         root = os.path.abspath(directory)
@@ -136,11 +137,12 @@ def _file_store(repo_dir: str | None) -> str | None:
                 return None
             here = parent
         root = here
-    with open(os.path.join(root, ".swamp.yaml"), "rb") as handle:
-        for text in handle.read().splitlines():
-            if text.startswith(b"store") and text[5:].lstrip().startswith(b":"):
-                return None
-    return os.path.join(root, ".swamp")
+    if key is None:
+        with open(os.path.join(root, ".swamp.yaml"), "rb") as handle:
+            for text in handle.read().splitlines():
+                if text.startswith(b"store") and text[5:].lstrip().startswith(b":"):
+                    key = "file " + text.decode("utf-8", "replace")
+    return os.path.join(root, ".swamp"), key
 
 
 class _Stale(Exception):
@@ -148,25 +150,35 @@ class _Stale(Exception):
 
 
 def _from_index(
-    datastore: str, kind: tuple[str, tuple[str, ...], str | None], incomplete: str
+    datastore: str, store: str | None, kind: tuple[str, tuple[str, ...], str | None], incomplete: str
 ) -> list[tuple[str, str]] | None:
-    """kind: (what to offer: run, wait or step; the run statuses it takes; the workflow name a run
-    must have, or the start of the run ID a step's run must have)."""
-    from ..store.openindex import HEADER, index_path, latest, record_path, stamp_of
+    """`store`: None for the file store (its index, each line checked against its record), else
+    what names the other store (the cache of it, when it is recent and of that store). `kind`: what
+    to offer (run, wait or step), the run statuses it takes, and the workflow name a run must have
+    or the start of the run ID a step's run must have."""
+    from ..store import openindex as index
 
+    if store is None:
+        path, header = index.index_path(datastore), index.HEADER
+    else:
+        path, header = index.cache_path(datastore), index.cache_header(store)
     try:
-        with open(index_path(datastore), "rb") as handle:
+        with open(path, "rb") as handle:
+            if store is not None and os.fstat(handle.fileno()).st_mtime < _wall() - index.CACHE_SECONDS:
+                raise OSError("old")
             data = handle.read()
     except OSError:
         data = b""
-    if not data.startswith(HEADER):
-        os.environ[REBUILD_ENV] = datastore
+    if not data.startswith(header):
+        os.environ[REBUILD_ENV] = datastore if store is None else f"{datastore}\n{store}"
         return None
-    runs = latest(data).values()
+    runs = index.latest(data).values()
 
     def fresh(fields: list[str]) -> list[str]:
+        if store is not None:
+            return fields
         try:
-            if stamp_of(record_path(datastore, fields[1], fields[0])) == fields[5]:
+            if index.stamp_of(index.record_path(datastore, fields[1], fields[0])) == fields[5]:
                 return fields
         except OSError:
             pass
@@ -211,6 +223,12 @@ def wait_help(workflow: str, job: str, step: str, description: str | None) -> st
 
 def step_help(workflow: str, job: str, wait_id: str) -> str:
     return f"{workflow} {job}, wait {wait_id}"
+
+
+def _wall() -> float:
+    import time
+
+    return time.time()
 
 
 def _now() -> float:

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 
 HEADER = b"# swamp open index 1\n"
 NAME = "index/open.log"
+# With the PostgreSQL store there is no record here to stamp lines with: completion keeps a copy
+# of what is open, read from the store by a Tab that asked it, trusted for CACHE_SECONDS and
+# dropped by every save made through this repository (store/pg/runs.py).
+CACHE_HEADER = b"# swamp open cache 1\n"
+CACHE_NAME = "index/open-cache.log"
+CACHE_SECONDS = 30
 COMPACT_EVERY = 1 << 20
 ACTIVE = ("pending", "running", "suspended")
 _FLAGS = os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
@@ -155,11 +161,36 @@ def compact(path: str) -> None:
         os.close(fd)
 
 
-def _write(path: str, lines: Iterable[str]) -> None:
+def _write(path: str, lines: Iterable[str], header: bytes = HEADER) -> None:
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "wb") as handle:
-        handle.write(HEADER + "".join(lines).encode("utf-8", "replace"))
+        handle.write(header + "".join(lines).encode("utf-8", "replace"))
     os.replace(temporary, path)
+
+
+def cache_path(datastore: str) -> str:
+    return os.path.join(datastore, CACHE_NAME)
+
+
+def cache_header(store: str) -> bytes:
+    """The cache's first lines: which store it copies (a cache of another one is not used)."""
+    return CACHE_HEADER + f"# store {_clean(store)}\n".encode("utf-8", "replace")
+
+
+def write_cache(datastore: str, store: str, runs: Iterable[WorkflowRun]) -> None:
+    """With the PostgreSQL store: what completion offers for the next CACHE_SECONDS, as read from
+    the store just now (no stamp: there is no record here to compare)."""
+    os.makedirs(os.path.dirname(cache_path(datastore)), exist_ok=True)
+    lines = (line_for(run, "-").decode("utf-8") for run in runs)
+    _write(cache_path(datastore), lines, cache_header(store))
+
+
+def drop_cache(datastore: str) -> None:
+    """A save through this repository: the cache no longer holds (the next Tab asks the store)."""
+    try:  # noqa: SIM105 (contextlib is one more import on every Tab)
+        os.unlink(cache_path(datastore))
+    except OSError:
+        pass
 
 
 def start_empty(datastore: str) -> None:
