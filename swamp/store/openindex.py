@@ -20,6 +20,7 @@ Only `os` and `fcntl` are imported: the reader runs on every Tab.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 
@@ -162,6 +163,10 @@ def compact(path: str) -> None:
 
 
 def _write(path: str, lines: Iterable[str], header: bytes = HEADER) -> None:
+    """Replace `path` (under `.swamp/index`), never through a symbolic link (store/files.py)."""
+    folder = os.path.dirname(path)
+    if os.path.islink(folder) or os.path.islink(os.path.dirname(folder)):
+        raise OSError(errno.ELOOP, "is a symbolic link", folder)
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "wb") as handle:
         handle.write(header + "".join(lines).encode("utf-8", "replace"))

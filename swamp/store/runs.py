@@ -55,6 +55,7 @@ class RunRepository:
         self._waits_dir = layout.datastore / "waits"
         self._root_prefix = str(layout.root) + "/"
         self._datastore = str(layout.datastore)
+        self._index_dir = f"{self._datastore}/index"
         # Hot paths join plain strings: a pathlib join and its str() cost more than the rest of a read.
         self._runs_prefix = str(layout.runs_dir) + "/"
         self._waits_prefix = str(self._waits_dir) + "/"
@@ -118,6 +119,7 @@ class RunRepository:
         active = run.status in ACTIVE
         try:
             self._no_links(os.path.dirname(path))
+            self._no_links(self._index_dir)  # the open index is appended to after the record
             if os.path.islink(self._audit_file(run)):  # the trail is appended after the save
                 raise OSError(errno.ELOOP, "is a symbolic link", self._audit_file(run))
             if not (settled_only and active):
