@@ -172,7 +172,11 @@ def _from_index(
     if not data.startswith(header):
         os.environ[REBUILD_ENV] = datastore if store is None else f"{datastore}\n{store}"
         return None
-    runs = index.latest(data).values()
+    latest = index.latest(data)
+    if store is None and _missing(datastore, latest):
+        os.environ[REBUILD_ENV] = datastore
+        return None
+    runs = latest.values()
 
     def fresh(fields: list[str]) -> list[str]:
         if store is not None:
@@ -213,6 +217,16 @@ def _from_index(
                 steps.setdefault(w[2], step_help(f[2], w[1], w[0]))
         return sorted(steps.items())
     return [(w[0], wait_help(f[2], w[1], w[2], w[5])) for f, w in opened if w[0].startswith(incomplete)]
+
+
+def _missing(datastore: str, latest: dict[str, list[str]]) -> bool:
+    """Whether a run the active-run index names (store/runs.py writes its entry before the record)
+    has no line: one saved while the index was rebuilt, or by an account that cannot write it."""
+    try:
+        names = os.listdir(f"{datastore}/index/active")
+    except OSError:
+        return False
+    return any(n[:-5] not in latest for n in names if n.endswith(".json") and not n.startswith("."))
 
 
 def wait_help(workflow: str, job: str, step: str, description: str | None) -> str:

@@ -7,9 +7,10 @@ The file is an append-only log under a header line. Every save of a run (store/r
 line, after the record: the run's status, the stat stamp of its record as saved, and its open
 waits; a finished run gets a line saying so. The last line of a run wins. The stamp is how a reader
 knows a line is still true: a line whose stamp is not the record's stat now (a crash between the
-record and the line, a line lost by a rebuild) is stale, and the reader asks the store instead. So
-the index can miss a run (until that run's next save or the next rebuild) but never make completion
-offer a wait or run the record no longer holds as it was.
+record and the line) is stale, and the reader asks the store instead; so is the index when a run
+of the active-run index (`index/active/`, written before the record) has no line at all (a line
+lost to a rebuild, or an account that cannot write here). So completion never offers a wait or
+run the record no longer holds as it was, nor misses one the records hold.
 
 Appends hold a shared lock on the file; compaction (keeping each run's last line, once per
 COMPACT_EVERY bytes appended) takes it exclusively and renames a new file in, so no line is lost
