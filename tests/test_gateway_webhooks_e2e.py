@@ -239,5 +239,5 @@ def test_an_early_delivery_to_a_reserved_wait_is_held_and_its_replay_answers_wit
         status, again = github(url, reserved)
         assert status == 200 and again["replayed"] is True and again["held"] is True, again
         assert again["signal"]["id"] == first["signal"]["id"]
-        status, other = github(url, reserved, conclusion="failure")
+        status, other = github(url, reserved, conclusion="failure", delivery="d-2")  # another delivery
         assert (status, other["error"]["code"]) == (409, "signal_held")

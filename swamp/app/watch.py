@@ -54,7 +54,7 @@ def watch_run(
     timeout: float | None = None,
     emit: Emit | None = None,
 ) -> dict[str, Any]:
-    send: Emit = emit or (lambda event: None)
+    send: Emit = _each_settled_once(emit or (lambda event: None))
     stop = WATCH_STOP.get()
     found = app.runs.find(run_ref)
     journal = RunJournal(app.layout)
@@ -96,6 +96,21 @@ def watch_run(
                         {"runIds": [run.id]},
                     )
             changes.wait(wait)
+
+
+def _each_settled_once(emit: Emit) -> Emit:
+    """A wait settled is reported once (WATCH-005): the record shows it, and the run's own events
+    do too when the process executing it applied a held signal (WATCH-016)."""
+    settled: set[str] = set()
+
+    def send(event: dict[str, Any]) -> None:
+        if event.get("event") == "wait_settled":
+            if event.get("waitId") in settled:
+                return
+            settled.add(str(event.get("waitId")))
+        emit(event)
+
+    return send
 
 
 def result(app: App, run: WorkflowRun, outcome: str) -> dict[str, Any]:

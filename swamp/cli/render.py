@@ -130,6 +130,8 @@ class RunProgress:
         elif kind == "step_waiting":
             what = f"a signal ({event.get('waitId')})" if event.get("kind") == "signal" else "approval"
             lines.append(f"{style(job, 'blue')} │ ⏸ {step} waiting for {what}")
+        elif kind == "wait_settled":  # a watch's, or a held signal applied by the run (WATCH-016)
+            lines.append(settled_line(event))
         elif kind == "step_skipped":
             reason = event.get("reason")
             detail = f" · guard: {event.get('guard')}" if reason == "guarded" else ""
@@ -201,6 +203,15 @@ class RunProgress:
                 self._ticking = None
             self._running.clear()
             self._clear_status()
+
+
+def settled_line(event: dict[str, Any]) -> str:
+    """A `wait_settled` event (shown: CLI-030) as a line: how the wait settled, and by whom."""
+    by = f" from {event['submittedBy']}" if event.get("submittedBy") else ""
+    what = {"received": "signal accepted", "rejected": "rejected", "timed_out": "timed out"}
+    outcome = str(event.get("outcome"))
+    line = f"{event.get('job')} │ ✉ {event.get('step')}: {what.get(outcome, outcome)}"
+    return f"{style(line, 'blue')}{by} ({event.get('waitId')})"
 
 
 class AnswerProgress(RunProgress):
@@ -390,7 +401,15 @@ def hook_lines(entry: dict[str, Any], indent: str) -> None:
     else:
         how = style(f"could not start: {entry.get('error')}", "red")
     took = duration(entry.get("durationMs"))
-    out(f"{indent}{entry.get('at')} hook {entry.get('hook')} {entry.get('waitId')}: {how} after {took}")
+    attempt = again = ""
+    if (entry.get("attempts") or 1) > 1:  # HOOK-019: each attempt of a hook with retries
+        attempt = f" (attempt {entry.get('attempt')} of {entry.get('attempts')})"
+        if entry.get("retryAt"):
+            again = f"; next attempt at {entry.get('retryAt')}"
+    out(
+        f"{indent}{entry.get('at')} hook {entry.get('hook')} {entry.get('waitId')}{attempt}: "
+        f"{how} after {took}{again}"
+    )
     if code != "ok":
         lines = [line for line in str(entry.get("stderr") or "").splitlines() if line.strip()]
         for line in lines[-HOOK_STDERR_LINES:]:

@@ -115,7 +115,8 @@ def workflow_signal(
     and applied when it opens (see it with: swamp workflow waits --reserved).
 
     At a terminal, without --payload or --payload-file, it asks for the message from the wait's
-    schema, shows it, and sends it only once you confirm.
+    schema, shows it, and sends it only once you confirm; then, when the run waits for nothing
+    more and no `swamp serve --auto-continue` will continue it, it offers to continue it here.
 
     With --token-file (or --token) the signal is delivered with a signal permission (swamp
     workflow wait grant), on behalf of whoever granted it: for a job that may answer this one
@@ -137,7 +138,8 @@ def workflow_signal(
     if check and resume:
         raise click.UsageError("--check records nothing, so it cannot --resume the run; give one of them")
     raw: bytes
-    if payload_text is None and payload_file is None and _at_terminal(ctx, as_json):
+    prompted = payload_text is None and payload_file is None and _at_terminal(ctx, as_json)
+    if prompted:
         raw = _prompted(ctx, address, repo_dir)  # the payload prompt (swamp/cli/prompt.py)
     elif (payload_text is None) == (payload_file is None):
         raise click.UsageError(
@@ -156,7 +158,9 @@ def workflow_signal(
         assert payload_text is not None
         raw = os.fsencode(payload_text)
 
-    def render(data: dict[str, Any]) -> None:
+    def render(data: dict[str, Any], advice: bool = True) -> None:
+        if data.get("shown"):  # the prompt's follow-up has shown it (cli/answered.py)
+            return
         if data.get("valid"):
             out(
                 f"{style('Valid', 'green')}: the message fits wait {data['waitId']} "
@@ -188,6 +192,13 @@ def workflow_signal(
             from .render import still_open
 
             still_open(data)
+        if not advice:
+            return
+        from .answered import moved_on, serve_continues, waits_for_nothing
+
+        if waits_for_nothing(data) and serve_continues(ctx, repo_dir):
+            moved_on(data)  # CLI-038: never `resume` for a run a serve continues
+            return
         for command in data.get("next", []):
             out(f"  Next: {command}")
 
@@ -202,6 +213,20 @@ def workflow_signal(
             "token": token,
         }
     )
+    if prompted and not resume:  # CLI-039: offer to continue the run once the answer is in
+        from .answered import offer
+
+        call(
+            ctx,
+            "workflow.signal",
+            payload,
+            as_json=as_json,
+            repo_dir=repo_dir,
+            render=render,
+            exit_code=_prompt_exit,
+            then=offer(ctx, repo_dir, render),
+        )
+        return
     call_answer(
         ctx,
         "workflow.signal",
@@ -211,6 +236,13 @@ def workflow_signal(
         repo_dir=repo_dir,
         render=render,
     )
+
+
+def _prompt_exit(data: dict[str, Any]) -> int:
+    """After the prompt: as `resume` when it continued the run here, else 0 (130: interrupted)."""
+    from .common import _answer_exit
+
+    return int(data.get("exit") or _answer_exit(data))
 
 
 MAX_TOKEN_FILE = 4096
@@ -358,7 +390,7 @@ def workflow_waits(
         table(
             [
                 [
-                    w["waitId"],
+                    w["waitId"] + (" !" if w.get("hookFailed") else ""),
                     w["workflowName"],
                     w["runId"],
                     f"{w['jobName']}.{w['stepName']}",
@@ -372,6 +404,9 @@ def workflow_waits(
             wide=wide,
             drop=("DEADLINE", "RUN", "SCHEMA", "WORKFLOW"),
         )
+        if any(w.get("hookFailed") for w in data["waits"]):  # HOOK-017
+            out("! its waitOpened hook failed, so nobody may have been told it is open")
+            out("  (how it failed: swamp workflow wait show WAIT_ID)")
         if any(not w["expired"] for w in data["waits"]):
             out("Send one with: swamp workflow signal WAIT_ID --payload '<json>'")
             out("  (its schema and an example: swamp workflow wait show WAIT_ID)")
@@ -501,6 +536,14 @@ def workflow_wait_show(
             out("  permissions:")
             for line in permission_lines(data["permissions"]):
                 out("    " + line)
+        if data.get("hookFailed"):  # HOOK-017
+            failed = data["hookFailed"]
+            again = f", next attempt at {failed['retryAt']}" if failed.get("retryAt") else ""
+            out(
+                "  " + style("! its waitOpened hook failed", "red", bold=True)
+                + f" ({failed['code']}, attempt {failed['attempt']} of {failed['attempts']}{again}): "
+                "nobody may have been told this wait is open"
+            )
         if data.get("hooks"):
             from .render import hook_lines
 

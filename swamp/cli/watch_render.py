@@ -49,12 +49,6 @@ class WatchProgress:
             )
             for command in event.get("next") or []:
                 out(f"  Next: {command}")
-        elif kind == "wait_settled":
-            by = f" from {event['submittedBy']}" if event.get("submittedBy") else ""
-            what = {"received": "signal accepted", "rejected": "rejected", "timed_out": "timed out"}
-            outcome = str(event.get("outcome"))
-            line = f"{event.get('job')} │ ✉ {event.get('step')}: {what.get(outcome, outcome)}"
-            out(f"{style(line, 'blue')}{by} ({event.get('waitId')})")
         elif kind == "gate_decided":
             verdict = style("approved", "green") if event.get("approved") else style("rejected", "red")
             reason = f": {event['reason']}" if event.get("reason") else ""
@@ -102,6 +96,13 @@ def watch_outcome(doc: dict[str, Any]) -> None:
     run_outcome(doc)
 
 
+def watching_line(data: dict[str, Any]) -> str:
+    """What `run --watch` and `resume --watch` say once the run is shown and the watch begins."""
+    waiting = "for answers" if data.get("status") == "suspended" else "until it ends"
+    stays = "stays suspended" if data.get("status") == "suspended" else "goes on"
+    return style(f"Watching run {data['id']} {waiting}; Ctrl-C stops watching (the run {stays}).", dim=True)
+
+
 def then_watch(timeout: float | None) -> Any:
     """For `run --watch` / `resume --watch` (common.call's `then`): after the run request, watch
     the run it returned unless it already ended; the result is the watch's document, with the
@@ -115,10 +116,18 @@ def then_watch(timeout: float | None) -> Any:
 
             run_outcome(data)
             out()
+            out(watching_line(data))  # WATCH-015: it does not look hung
         payload: dict[str, Any] = {"run": data["id"]}
         if timeout is not None:
             payload["timeout"] = timeout
-        watched: dict[str, Any] = ask("workflow.watch", payload, WatchProgress(quiet_start=True))
+        try:
+            watched: dict[str, Any] = ask("workflow.watch", payload, WatchProgress(quiet_start=True))
+        except KeyboardInterrupt:  # Ctrl-C stops the watching, never the run (as `watch` does)
+            from ..domain.errors import EXIT_SIGINT
+            from .output import err
+
+            err(f"\nStopped watching; the run goes on. Watch it again: swamp workflow watch {data['id']}")
+            raise SystemExit(EXIT_SIGINT) from None
         if "superseded" in data:
             watched["superseded"] = data["superseded"]
         return watched

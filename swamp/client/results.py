@@ -52,6 +52,7 @@ class RunResult(RunDocument):
     """`workflow.run`: the run document and what it did to runs it superseded (RESUME-014)."""
 
     superseded: list[dict[str, Any]]
+    hookWarnings: NotRequired[list[dict[str, Any]]]  # hooks that failed at once (HOOK-016)
 
 
 class ResumeResult(RunDocument):
@@ -59,6 +60,7 @@ class ResumeResult(RunDocument):
 
     definitionChanged: bool
     definitionChanges: NotRequired[list[str]]
+    hookWarnings: NotRequired[list[dict[str, Any]]]  # hooks that failed at once (HOOK-016)
 
 
 class WatchOutcome(TypedDict):
@@ -117,6 +119,7 @@ class WaitEntry(TypedDict):
     description: str | None
     schema: dict[str, Any] | bool
     answerers: NotRequired[dict[str, Any]]  # who may answer (ACCESS-001); absent: anyone
+    hookFailed: NotRequired[dict[str, Any]]  # its waitOpened hook's last attempt failed (HOOK-017)
 
 
 class Waits(TypedDict):
@@ -163,6 +166,7 @@ class WaitShow(TypedDict):
     expired: NotRequired[bool]
     description: NotRequired[str | None]
     hooks: NotRequired[list[dict[str, Any]]]
+    hookFailed: NotRequired[dict[str, Any]]  # HOOK-017
     receipt: NotRequired[dict[str, Any]]
     payload: NotRequired[Any]
     examplePayload: NotRequired[Any]
@@ -196,6 +200,7 @@ class SignalResult(TypedDict):
     run: NotRequired[RunDocument]
     stillOpen: NotRequired[list[dict[str, Any]]]
     permissionId: NotRequired[str]
+    hookWarnings: NotRequired[list[dict[str, Any]]]  # HOOK-016
 
 
 class GrantedPermission(TypedDict):
@@ -275,6 +280,7 @@ class ApproveResult(TypedDict):
     continued: NotRequired[bool]
     run: NotRequired[RunDocument]
     stillOpen: NotRequired[list[dict[str, Any]]]
+    hookWarnings: NotRequired[list[dict[str, Any]]]  # HOOK-016
 
 
 class RejectResult(TypedDict):
@@ -297,6 +303,7 @@ class RejectResult(TypedDict):
     required: NotRequired[int]
     approvals: NotRequired[list[dict[str, Any]]]
     remaining: NotRequired[int]
+    hookWarnings: NotRequired[list[dict[str, Any]]]  # HOOK-016
 
 
 class Approvals(TypedDict):

@@ -34,6 +34,9 @@ LONGEST_INTEGER = 309  # digits: a longer integer is beyond every finite 64-bit 
 SIGNAL_ID = re.compile(r"^sig_[a-z2-7]{26}$")
 MAX_PAYLOAD_BYTES = 16 * 1024
 MAX_PAYLOAD_DEPTH = 64
+# A delivery ID (WAIT-086): the sender's name for one delivery (a provider's X-GitHub-Delivery, a
+# Slack event_id), kept on the receipt so a replay of it is known by the store. Shown, never secret.
+DELIVERY_ID = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,128}$")
 
 WAIT_TIMEOUT = "wait_timeout"
 Outcome = Literal["received", "timed_out", "cancelled", "rejected"]
@@ -121,6 +124,21 @@ def check_wait_ref(text: str) -> bool:
     )
 
 
+def check_delivery_id(value: Any) -> str | None:
+    """A signal's `deliveryId` (WAIT-086): None, or 1 to 128 of `A-Z a-z 0-9 . _ : @ / + = -`."""
+    if value is None:
+        return None
+    if isinstance(value, str) and DELIVERY_ID.fullmatch(value):
+        return value
+    from .errors import InvalidRequest
+
+    raise InvalidRequest(
+        "deliveryId must be 1 to 128 characters of A-Z a-z 0-9 . _ : @ / + = - (the sender's ID of "
+        "this delivery, such as X-GitHub-Delivery); send it as given, or leave it out",
+        {"field": "deliveryId"},
+    )
+
+
 def payload_digest(payload: Any) -> str:
     if not isinstance(payload, (dict, list, str, int, float, bool, type(None))):
         return ""
@@ -142,6 +160,7 @@ class SignalReceipt:
     override: str | None = None  # an admin answered past the wait's policy, for this reason (ACCESS-021)
     permissionId: str | None = None  # delivered with a signal permission (ACCESS-046) ...
     grantedBy: str | None = None  # ... granted by this account
+    deliveryId: str | None = None  # the sender's ID of this delivery: its replay is known (WAIT-086)
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "id": STR,
@@ -154,6 +173,7 @@ class SignalReceipt:
         "override": optional(STR),
         "permissionId": optional(STR),
         "grantedBy": optional(STR),
+        "deliveryId": optional(STR),
     }
 
     def as_signal(self) -> dict[str, Any]:
@@ -170,6 +190,8 @@ class SignalReceipt:
         if self.permissionId is not None:
             signal["permissionId"] = self.permissionId
             signal["grantedBy"] = self.grantedBy or ""
+        if self.deliveryId is not None:
+            signal["deliveryId"] = self.deliveryId
         return signal
 
 
@@ -188,6 +210,9 @@ class SignalWait:
     # domain/access.py Policy.to_dict(); None: anyone may.
     answerers: dict[str, Any] | None = None
     permissions: list[Permission] | None = None  # signal permissions granted on it (ACCESS-040..)
+    # When the waitDueSoon hook was started for it (HOOK-022): set once, under the run's claim, so
+    # the hook runs once per wait whichever host enforces deadlines.
+    dueSoonAt: str | None = None
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "kind": one_of(WAIT_KINDS, "wait kind"),
@@ -201,6 +226,7 @@ class SignalWait:
         "outcome": optional(one_of(OUTCOMES, "wait outcome")),
         "answerers": optional(read_captured),
         "permissions": optional(lambda value, path: _permissions(value, path)),
+        "dueSoonAt": optional(STR),
     }
 
     @classmethod

@@ -227,6 +227,7 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit, actor: Actor | None) -
         emit=emit,
         override=payload.get("override"),
         token=payload.get("token"),
+        delivery_id=payload.get("deliveryId"),
     )
 
 
@@ -466,7 +467,31 @@ def handle(name: str, payload: Any, emit: Emit | None = None, actor: Actor | Non
     or `--jsonl` acts; serve passes a socket peer's account)."""
     request_type = lookup(name)
     checked = check_payload(request_type, payload)
+    from ..hooks.report import collecting
+
     try:
-        return request_type.handler(checked, emit or (lambda event: None), actor)
+        with collecting() as started:
+            result = request_type.handler(checked, emit or (lambda event: None), actor)
     except OSError as exc:  # the store names what it could not do; anything it missed lands here
         raise StorageError.from_os_error(exc) from None
+    if started:  # HOOK-016: a hook it started that failed at once is said in its answer
+        from ..hooks.report import await_reports
+
+        warnings = await_reports(started)
+        if warnings:
+            result = {**result, "hookWarnings": [hook_warning(entry) for entry in warnings]}
+    return result
+
+
+def hook_warning(entry: dict[str, Any]) -> dict[str, Any]:
+    """One `hookWarnings` item (HOOK-016): a hook's first attempt that did not end ok."""
+    warning = {
+        key: entry.get(key)
+        for key in ("hook", "event", "waitId", "runId", "code", "exitCode", "timedOut", "attempt", "attempts")
+    }
+    warning["retryAt"] = entry.get("retryAt")
+    for key in ("error", "stderr"):
+        if entry.get(key):
+            warning[key] = entry[key]
+    warning["next"] = f"swamp workflow wait show {entry.get('waitId')}"
+    return warning
