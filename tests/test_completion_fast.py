@@ -236,3 +236,4 @@ def test_with_postgresql_a_recent_copy_answers_and_saves_here_drop_it(tmp_path, 
     old = cache.stat().st_mtime - 31
     os.utime(cache, (old, old))  # CACHE_SECONDS later
     assert tab("swamp workflow signal ", here.root) == ("\n", True)
+
