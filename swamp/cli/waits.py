@@ -17,7 +17,7 @@ from .common import (
     output_options,
     wide_option,
 )
-from .complete import run_ids, wait_ids, workflow_names
+from .complete import run_ids, step_names, wait_ids, workflow_names
 from .output import out, style
 
 MAX_STDIN_PAYLOAD = 16 * 1024 + 1
@@ -31,6 +31,7 @@ def wait_address_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option(
         "--step",
         metavar="STEP",
+        shell_complete=step_names,
         help="With --run, instead of WAIT_ID: the step whose wait it is (an expanded forEach name too).",
     )(func)
     return click.option(

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..domain.errors import EXIT_SIGINT
 from .common import call, click, output_options
+from .complete import run_ids
 from .terminal_text import shown
 from .watch_render import WatchProgress, watch_exit, watch_outcome
 
@@ -25,7 +26,7 @@ def _timeout_option(func: Any) -> Any:
 
 
 @click.command("watch")
-@click.argument("run")
+@click.argument("run", shell_complete=run_ids)
 @_timeout_option
 @output_options
 @click.pass_context

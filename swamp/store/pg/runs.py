@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ...domain.activeruns import ACTIVE, active_entry
@@ -21,6 +22,7 @@ from ...domain.changes import run_state
 from ...domain.errors import RunNotFound, RunUnreadable, StorageError, SwampError
 from ...domain.run import WorkflowRun
 from ...domain.runref import check_run_ref
+from ..openindex import drop_cache
 from .connection import Database
 
 if TYPE_CHECKING:
@@ -54,9 +56,10 @@ def text_array(values: list[str]) -> str:
 
 
 class PgRunRepository:
-    def __init__(self, db: Database, on_change: OnChange | None = None):
+    def __init__(self, db: Database, on_change: OnChange | None = None, datastore: str | None = None):
         self.db = db
         self.on_change = on_change
+        self.datastore = datastore  # the repository's .swamp, where completion's cache lives
 
     # -- where ------------------------------------------------------------------------------------
 
@@ -99,6 +102,8 @@ class PgRunRepository:
         self._refuse_nul(run, row, waits)
         channel = self.db.channel("saved")
         with self.db.transaction() as conn:
+            if self.datastore is not None:  # completion's copy of what is open: out of date
+                self.after_commit(partial(drop_cache, self.datastore))
             conn.execute(_UPSERT, row)
             if waits:
                 conn.execute(

@@ -73,7 +73,8 @@ class PgStore:
     def runs(self, on_change: OnChange | None) -> PgRunRepository:
         from .runs import PgRunRepository
 
-        return PgRunRepository(self.db, on_change=on_change)
+        datastore = str(self.layout.datastore) if self.layout is not None else None
+        return PgRunRepository(self.db, on_change=on_change, datastore=datastore)
 
     def claim(self, run_id: str, *, timeout: float | None = None, purpose: str = "") -> PgClaim:
         from .claim import PgClaim
