@@ -319,11 +319,14 @@ def list_waits(
                 continue
             waits.append(entry)
     waits.sort(key=lambda w: (w["deadline"], w["waitId"]))
+    from .enforcement import deadlines_enforced
+
+    listed: dict[str, Any] = {"waits": waits, "deadlineEnforced": deadlines_enforced(app)}  # WAIT-090
     if not reserved:
-        return {"waits": waits}
+        return listed
     from .held import reserved_entries
 
-    return {"waits": waits, "reserved": reserved_entries(app, workflow_id)}
+    return {**listed, "reserved": reserved_entries(app, workflow_id)}
 
 
 def show_wait(app: App, wait_id: str) -> dict[str, Any]:
@@ -344,6 +347,10 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
         else ("expired" if step.status == "waiting" else wait.outcome or step.status)
     )
     doc["stepStatus"] = step.status
+    if step.status == "waiting":
+        from .enforcement import deadlines_enforced
+
+        doc["deadlineEnforced"] = deadlines_enforced(app)  # WAIT-090
     doc["hooks"] = [
         entry
         for entry in app.runs.read_audit(run)

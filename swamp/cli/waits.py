@@ -379,6 +379,10 @@ def workflow_waits(
         if any(w["expired"] for w in data["waits"]):
             out("An expired wait takes no signal (wait_expired); resuming its run fails the step")
             out("  (wait_timeout): swamp workflow resume WORKFLOW --run RUN_ID")
+        if "deadlineEnforced" in data:
+            from .render import enforcement_lines
+
+            enforcement_lines(data["deadlineEnforced"])
 
     payload: dict[str, Any] = _drop_none(
         {
@@ -471,6 +475,10 @@ def workflow_wait_show(
             out(f"  {data['description']}")
         if "openedAt" in data:
             out(f"  opened {data['openedAt']}, deadline {data['deadline']}")
+            if "deadlineEnforced" in data:
+                from .render import enforcement_lines
+
+                enforcement_lines(data["deadlineEnforced"], "  ")
         elif data["status"] == "reserved":
             out(f"  reserved: step {data['stepName']} has not opened it yet ({data['stepStatus']})")
         else:
