@@ -299,7 +299,13 @@ def _install(user_unit: bool, name: str, path: Path, text: str, root: str) -> No
 @click.pass_context
 def service_status(ctx: click.Context, user_unit: bool, as_json: bool, repo_dir: str | None) -> None:
     """Whether this repository's unit is installed and running, and whether the store has a live
-    serve enforcing deadlines (whichever started it)."""
+    serve enforcing deadlines (whichever started it).
+
+    \b
+    Examples:
+      swamp service status
+      swamp service status --user --json
+    """
     from .common import _as_json
 
     use_json = _as_json(ctx, as_json)
@@ -351,7 +357,13 @@ def service_uninstall(
     ctx: click.Context, user_unit: bool, dry_run: bool, as_json: bool, repo_dir: str | None
 ) -> None:
     """Stop and disable this repository's unit and remove its file. Nothing installed is not an
-    error: there is nothing to do."""
+    error: there is nothing to do.
+
+    \b
+    Examples:
+      sudo swamp service uninstall
+      swamp service uninstall --user --dry-run
+    """
     from .common import _as_json
 
     use_json = _as_json(ctx, as_json)
