@@ -329,9 +329,8 @@ DURATION = Duration()
 def claim_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--claim-timeout",
-        callback=_finite,
-        type=click.FloatRange(min=0),
-        metavar="SECONDS",
+        type=DURATION,
+        metavar="DURATION",
         help="How long to wait for the run's claim when another command holds it (default 5).",
     )(func)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..domain.errors import SwampError
 from .common import (
+    DURATION,
     _repo_dir,
     click,
 )
@@ -50,11 +51,11 @@ from .output import print_error
 )
 @click.option(
     "--grace",
-    metavar="SECONDS",
-    type=click.FloatRange(min=0),
+    metavar="DURATION",
+    type=DURATION,
     default=10.0,
     show_default=True,
-    help="Seconds running steps may take to finish on SIGTERM/SIGINT.",
+    help="How long running steps may take to finish on SIGTERM/SIGINT (seconds, or 30s...).",
 )
 @click.option("--log-file", type=click.Path(dir_okay=False), help="Write logs here instead of stderr.")
 @click.option(
