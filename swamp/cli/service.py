@@ -126,10 +126,14 @@ def _pid1() -> str:
         return "unknown"
 
 
-def _root(ctx: click.Context, repo_dir: str | None) -> str:
+def _unit_of(ctx: click.Context, repo_dir: str | None, user_unit: bool) -> tuple[str, str, Path]:
+    """The repository's absolute path, its unit's name and where that unit goes (SERVICE-001,
+    SERVICE-002, SERVICE-004)."""
     from ..store.repo import find_repo
 
-    return str(find_repo(_repo_dir(ctx, repo_dir)).root)
+    root = str(find_repo(_repo_dir(ctx, repo_dir)).root)
+    name = unit_name(root)
+    return root, name, unit_dir(user_unit) / name
 
 
 def _environment() -> dict[str, str]:
@@ -229,9 +233,7 @@ def service_install(
 
     use_json = _as_json(ctx, as_json)
     try:
-        root = _root(ctx, repo_dir)
-        name = unit_name(root)
-        path = unit_dir(user_unit) / name
+        root, name, path = _unit_of(ctx, repo_dir, user_unit)
         text = unit_text(
             root, user_unit=user_unit, account=_account(user_unit, root), environment=_environment()
         )
@@ -310,9 +312,7 @@ def service_status(ctx: click.Context, user_unit: bool, as_json: bool, repo_dir:
 
     use_json = _as_json(ctx, as_json)
     try:
-        root = _root(ctx, repo_dir)
-        name = unit_name(root)
-        path = unit_dir(user_unit) / name
+        root, name, path = _unit_of(ctx, repo_dir, user_unit)
         from ..app.context import App
         from ..app.enforcement import deadlines_enforced
 
@@ -342,10 +342,9 @@ def service_status(ctx: click.Context, user_unit: bool, as_json: bool, repo_dir:
         out(f"{name}: installed at {path} ({state})")
     else:
         out(f"{name}: not installed; install it with: swamp service install{flag}")
-    if doc["deadlineEnforced"]:
-        out("Deadlines are enforced: swamp serve --enforce-deadlines fails a wait at its deadline.")
-    else:
-        out("Nothing enforces deadlines here: a wait past its deadline stays open until a resume.")
+    from .render import enforcement_lines
+
+    enforcement_lines(doc["deadlineEnforced"])
 
 
 @service.command("uninstall")
@@ -368,9 +367,7 @@ def service_uninstall(
 
     use_json = _as_json(ctx, as_json)
     try:
-        root = _root(ctx, repo_dir)
-        name = unit_name(root)
-        path = unit_dir(user_unit) / name
+        root, name, path = _unit_of(ctx, repo_dir, user_unit)
         doc: dict[str, Any] = {"unit": name, "path": str(path), "dryRun": dry_run, "removed": False}
         if path.is_file() and not dry_run:
             if systemd_running():
