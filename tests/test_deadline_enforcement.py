@@ -12,6 +12,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 from helpers import SWAMP, clean_env, make_repo
 
 WORKFLOW = """\
@@ -76,3 +77,46 @@ def test_a_ten_second_wait_fails_at_its_deadline_by_itself_and_watch_shows_it(tm
     after = repo.swamp("workflow", "waits", "--json", env=env)
     assert after.json["deadlineEnforced"] is False, after  # the serve is gone, and so is its announcement
     assert os.path.exists(repo.root / ".swamp" / "locks" / "deadlines.lock")
+
+
+def _announcement_lives_and_ends(app: object) -> None:
+    from swamp.app.enforcement import ENFORCER, deadlines_enforced
+
+    assert deadlines_enforced(app) is False  # type: ignore[arg-type]
+    first = app.store.announce(ENFORCER)  # type: ignore[attr-defined]
+    second = app.store.announce(ENFORCER)  # type: ignore[attr-defined]  # several serves at once
+    assert deadlines_enforced(app) is True  # type: ignore[arg-type]
+    first.release()
+    assert deadlines_enforced(app) is True  # type: ignore[arg-type]
+    second.renew()
+    second.release()
+    assert deadlines_enforced(app) is False  # type: ignore[arg-type]
+
+
+def test_the_announcement_on_files_is_a_shared_lock(tmp_path: Path) -> None:
+    """SERVE-047, WAIT-092: held by each serve at once, gone with the last; reading writes nothing."""
+    from swamp.app.context import App
+
+    repo = make_repo(tmp_path / "repo")
+    _announcement_lives_and_ends(App.open(str(repo.root)))
+    lock = repo.root / ".swamp" / "locks" / "deadlines.lock"
+    assert lock.stat().st_size == 0
+
+
+@pytest.mark.skipif(
+    not os.environ.get("SWAMP_TEST_PG", "").startswith("postgresql://"), reason="SWAMP_TEST_PG is not set"
+)
+def test_the_announcement_on_postgresql_is_a_shared_advisory_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uuid
+
+    from swamp.app.context import App
+
+    address = os.environ["SWAMP_TEST_PG"]
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv(
+        "SWAMP_STORE_URL", f"{address}{'&' if '?' in address else '?'}options=-csearch_path%3D{schema}"
+    )
+    repo = make_repo(tmp_path / "repo")
+    _announcement_lives_and_ends(App.open(str(repo.root)))

@@ -161,5 +161,9 @@ class PgAnnouncement:
     def release(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
+            with contextlib.suppress(Exception):  # unlocked first: a closed session ends a moment later
+                conn.execute(
+                    "SELECT pg_advisory_unlock_shared(" + _KEY + ")", (_lock_name(self.db, self.name),)
+                )
             with contextlib.suppress(Exception):
                 conn.close()
