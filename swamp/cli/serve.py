@@ -47,7 +47,9 @@ from .output import print_error
     "the store's events); at start, resume the runs answered while no serve ran.",
 )
 @click.option(
-    "--enforce-deadlines", is_flag=True, help="Fail expired waits at their deadline (wait_timeout)."
+    "--enforce-deadlines",
+    is_flag=True,
+    help="Fail expired waits at their deadline (wait_timeout), and say so in the store (waits shows it).",
 )
 @click.option(
     "--grace",
@@ -91,6 +93,8 @@ def serve(
 
     Several serves may follow one store (PostgreSQL shared by several hosts, or one repository):
     each run is resumed once and each deadline enforced once, whichever serve gets there.
+    A serve with --enforce-deadlines says so in the store; `swamp workflow waits` shows it. To
+    keep one running at boot under systemd: swamp service install.
     """
     from ..protocol.serve import ServeOptions, run_server
 
