@@ -341,7 +341,7 @@ def list_waits(
     now = app.clock.now()
     waits = []
     for run in suspended_runs(app, workflow_id):
-        listed = []
+        of_run = []
         for job, step in run.unsettled_waits():
             assert step.wait is not None
             entry = _wait_entry(run, job.name, step.name, step.wait, now)
@@ -349,19 +349,22 @@ def list_waits(
                 continue
             if expiring_within is not None and entry["secondsLeft"] > expiring_within:
                 continue
-            listed.append(entry)
-        if listed:
+            of_run.append(entry)
+        if of_run:
             failed = opened_hook_failures(app.runs.read_audit(run))
-            for entry in listed:
+            for entry in of_run:
                 if entry["waitId"] in failed:
                     entry["hookFailed"] = failed[entry["waitId"]]
-        waits.extend(listed)
+        waits.extend(of_run)
     waits.sort(key=lambda w: (w["deadline"], w["waitId"]))
+    from .enforcement import deadlines_enforced
+
+    listed: dict[str, Any] = {"waits": waits, "deadlineEnforced": deadlines_enforced(app)}  # WAIT-090
     if not reserved:
-        return {"waits": waits}
+        return listed
     from .held import reserved_entries
 
-    return {"waits": waits, "reserved": reserved_entries(app, workflow_id)}
+    return {**listed, "reserved": reserved_entries(app, workflow_id)}
 
 
 def show_wait(app: App, wait_id: str) -> dict[str, Any]:
@@ -382,6 +385,10 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
         else ("expired" if step.status == "waiting" else wait.outcome or step.status)
     )
     doc["stepStatus"] = step.status
+    if step.status == "waiting":
+        from .enforcement import deadlines_enforced
+
+        doc["deadlineEnforced"] = deadlines_enforced(app)  # WAIT-090
     doc["hooks"] = [
         entry
         for entry in app.runs.read_audit(run)

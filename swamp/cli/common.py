@@ -339,12 +339,31 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
     return value
 
 
+class Duration(click.ParamType):
+    """An option that takes a duration: a number of seconds or 90s, 10m, 1h30m, 2d, PT10M, read by
+    the one parser of domain/durations.py (WF-041); a value that is none is a usage error."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (int, float)):
+            return value
+        from ..domain.durations import parse_duration
+
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+DURATION = Duration()
+
+
 def claim_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--claim-timeout",
-        callback=_finite,
-        type=click.FloatRange(min=0),
-        metavar="SECONDS",
+        type=DURATION,
+        metavar="DURATION",
         help="How long to wait for the run's claim when another command holds it (default 5).",
     )(func)
 

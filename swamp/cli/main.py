@@ -38,6 +38,7 @@ from .output import print_error, print_json  # noqa: E402
         "workflow": ".main:workflow",
         "model": ".models:model",
         "serve": ".serve:serve",
+        "service": ".service:service",
         "gateway": ".gateway:gateway",
         "events": ".events:events",
         "store": ".store:store",

@@ -270,6 +270,8 @@ def run_outcome(doc: dict[str, Any]) -> None:
             about = f": {wait['description']}" if wait.get("description") else ""
             out(f"  Waiting for a signal: {wait['jobName']}.{wait['stepName']}{about}")
             out(f"    wait ID {style(wait['waitId'], bold=True)}, deadline {wait['deadline']}")
+        if "deadlineEnforced" in doc:
+            enforcement_lines(doc["deadlineEnforced"], "  ")
         for gate in doc.get("gates", []):
             deadline = f" (deadline {gate['deadline']})" if gate.get("deadline") else ""
             out(f"  Waiting for approval: {gate['jobName']}.{gate['stepName']}: {gate['prompt']}{deadline}")
@@ -287,6 +289,16 @@ def run_outcome(doc: dict[str, Any]) -> None:
     hint = resume_hint(doc)
     if hint:
         out(f"Resume with: {hint}")
+
+
+def enforcement_lines(enforced: bool, indent: str = "") -> None:
+    """Whether a wait's deadline acts by itself here, and what to run when it does not (WAIT-091)."""
+    if enforced:
+        out(f"{indent}Deadlines are enforced: swamp serve --enforce-deadlines fails a wait at its deadline.")
+        return
+    out(f"{indent}Nothing enforces deadlines here: a wait past its deadline stays open until a resume.")
+    out(f"{indent}  Make deadlines act by themselves: swamp service install")
+    out(f"{indent}  (or keep running: swamp serve --auto-continue --enforce-deadlines)")
 
 
 def interruption_text(doc: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .common import (
+    DURATION,
     Group,
     _drop_none,
     call,
@@ -320,6 +321,7 @@ def _prompted(ctx: click.Context, address: dict[str, Any], repo_dir: str | None)
 )
 @click.option(
     "--expiring-within",
+    type=DURATION,
     metavar="DURATION",
     help="Only waits whose deadline is within DURATION (30m, 2h, 1d).",
 )
@@ -335,7 +337,7 @@ def _prompted(ctx: click.Context, address: dict[str, Any], repo_dir: str | None)
 def workflow_waits(
     ctx: click.Context,
     workflow_name: str | None,
-    expiring_within: str | None,
+    expiring_within: float | None,
     show_all: bool,
     reserved: bool,
     wide: bool,
@@ -413,20 +415,15 @@ def workflow_waits(
         if any(w["expired"] for w in data["waits"]):
             out("An expired wait takes no signal (wait_expired); resuming its run fails the step")
             out("  (wait_timeout): swamp workflow resume WORKFLOW --run RUN_ID")
+        if "deadlineEnforced" in data:
+            from .render import enforcement_lines
 
-    within: float | None = None
-    if expiring_within is not None:
-        from ..domain.errors import InvalidRequest
-        from ..protocol.requests import parse_duration
+            enforcement_lines(data["deadlineEnforced"])
 
-        try:
-            within = parse_duration(expiring_within)
-        except InvalidRequest as exc:
-            raise click.BadParameter(exc.message, param_hint="--expiring-within") from None
     payload: dict[str, Any] = _drop_none(
         {
             "workflow": workflow_name,
-            "expiringWithin": within,
+            "expiringWithin": expiring_within,
             "all": True if show_all else None,
             "reserved": True if reserved else None,
         }
@@ -514,6 +511,10 @@ def workflow_wait_show(
             out(f"  {data['description']}")
         if "openedAt" in data:
             out(f"  opened {data['openedAt']}, deadline {data['deadline']}")
+            if "deadlineEnforced" in data:
+                from .render import enforcement_lines
+
+                enforcement_lines(data["deadlineEnforced"], "  ")
         elif data["status"] == "reserved":
             out(f"  reserved: step {data['stepName']} has not opened it yet ({data['stepStatus']})")
         else:
@@ -588,6 +589,7 @@ def override_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("wait_id", metavar="[WAIT_ID]", required=False, shell_complete=wait_ids)
 @click.option(
     "--expires",
+    type=DURATION,
     metavar="DURATION",
     help="The permission ends after DURATION (90s, 30m, 2h, 1d); by default when the wait settles.",
 )
@@ -601,7 +603,7 @@ def override_option(func: Callable[..., Any]) -> Callable[..., Any]:
 def workflow_wait_grant(
     ctx: click.Context,
     wait_id: str | None,
-    expires: str | None,
+    expires: float | None,
     uses: int | None,
     note: str | None,
     override: str | None,
@@ -651,29 +653,24 @@ def workflow_wait_grant(
     call(ctx, "workflow.wait.grant", payload, as_json=as_json, repo_dir=repo_dir, render=render)
 
 
-def _expires_seconds(expires: str | None) -> float | None:
-    """--expires DURATION in seconds, or a usage error naming --expires (ACCESS-044)."""
+def _expires_seconds(expires: float | None) -> float | None:
+    """--expires DURATION (read by DURATION) within its bounds, or a usage error (ACCESS-044)."""
     if expires is None:
         return None
-    from ..domain.errors import InvalidRequest
     from ..domain.permissions import MAX_EXPIRES
-    from ..protocol.requests import parse_duration
 
-    try:
-        within = parse_duration(expires)
-    except InvalidRequest as exc:
-        raise click.BadParameter(exc.message, param_hint="--expires") from None
-    if not 0 < within <= MAX_EXPIRES:
+    if not 0 < expires <= MAX_EXPIRES:
         raise click.BadParameter(
             "give a duration longer than 0 and at most ten years, such as 30m", param_hint="--expires"
         )
-    return within
+    return expires
 
 
 @workflow_wait.command("link")
 @click.argument("wait_id", metavar="[WAIT_ID]", required=False, shell_complete=wait_ids)
 @click.option(
     "--expires",
+    type=DURATION,
     metavar="DURATION",
     help="The link ends after DURATION (90s, 30m, 2h, 1d); by default when the wait settles.",
 )
@@ -685,7 +682,7 @@ def _expires_seconds(expires: str | None) -> float | None:
 def workflow_wait_link(
     ctx: click.Context,
     wait_id: str | None,
-    expires: str | None,
+    expires: float | None,
     override: str | None,
     run_id: str | None,
     step: str | None,

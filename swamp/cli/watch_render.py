@@ -49,6 +49,12 @@ class WatchProgress:
             )
             for command in event.get("next") or []:
                 out(f"  Next: {command}")
+            if "deadlineEnforced" in event:
+                from .render import enforcement_lines
+
+                enforcement_lines(bool(event["deadlineEnforced"]), "  ")
+        elif kind == "deadline_passed":
+            deadline_passed_lines(event)
         elif kind == "gate_decided":
             verdict = style("approved", "green") if event.get("approved") else style("rejected", "red")
             reason = f": {event['reason']}" if event.get("reason") else ""
@@ -65,6 +71,17 @@ class WatchProgress:
             out(f"  Send it: swamp workflow signal {event.get('waitId')} --payload '<json>'")
         else:
             self.steps(event)
+
+
+def deadline_passed_lines(event: dict[str, Any]) -> None:
+    """WATCH-012: the moment a wait's deadline passes, and what will happen to it."""
+    line = f"{event.get('job')} │ ⏰ {event.get('step')}: deadline passed at {event.get('deadline')}"
+    out(f"{style(line, 'yellow')} ({event.get('waitId')})")
+    if event.get("deadlineEnforced"):
+        out("  A swamp serve --enforce-deadlines fails the wait now (wait_timeout).")
+        return
+    out("  Nothing enforces it: the run stays suspended until it is resumed (the step then fails).")
+    out("  Make deadlines act by themselves: swamp service install")
 
 
 def watch_outcome(doc: dict[str, Any]) -> None:

@@ -46,6 +46,7 @@ class RunDocument(TypedDict):
     gates: NotRequired[list[dict[str, Any]]]
     waits: NotRequired[list[dict[str, Any]]]
     next: NotRequired[list[str]]
+    deadlineEnforced: NotRequired[bool]  # WAIT-090: a suspended run with a waiting step
 
 
 class RunResult(RunDocument):
@@ -128,6 +129,7 @@ class Waits(TypedDict):
     """`workflow.waits`."""
 
     waits: list[WaitEntry]
+    deadlineEnforced: NotRequired[bool]  # WAIT-090
 
 
 class PermissionShown(TypedDict):
@@ -173,6 +175,7 @@ class WaitShow(TypedDict):
     payload: NotRequired[Any]
     examplePayload: NotRequired[Any]
     next: NotRequired[list[str]]
+    deadlineEnforced: NotRequired[bool]  # WAIT-090: a wait whose step is waiting
     runStatus: NotRequired[RunStatus]
     held: NotRequired[dict[str, Any]]
     heldAt: NotRequired[str]

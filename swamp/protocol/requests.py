@@ -352,17 +352,14 @@ def _events_subscribe(payload: dict[str, Any], emit: Emit, actor: Actor | None) 
 
 
 def parse_duration(text: str) -> float:
-    """90, 90s, 30m, 2h, 1d, 1h30m -> seconds."""
-    import re
+    """A duration of a request (domain/durations.py: 90, 90s, 10m, 1h30m, 2d, PT10M) in seconds,
+    or invalid_request."""
+    from ..domain.durations import parse_duration as seconds
 
-    cleaned = text.strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", cleaned):
-        return float(cleaned)
-    parts = re.findall(r"(\d+(?:\.\d+)?)([smhdw])", cleaned)
-    if not parts or "".join(n + u for n, u in parts) != cleaned:
-        raise InvalidRequest(f"{text!r} is not a duration such as 90s, 30m, 2h or 1d", {"duration": text})
-    scale = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-    return sum(float(n) * scale[u] for n, u in parts)
+    try:
+        return seconds(text)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc), {"duration": text}) from None
 
 
 def _model_list(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:

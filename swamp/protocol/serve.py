@@ -82,6 +82,7 @@ class Server:
             options.grace, self.flights, self.sockets, self.helpers, self.shutting_down, self.log
         )
         self.follower: Follower | None = None
+        self.announcement: Any = None  # the store's note that this serve enforces deadlines
         if options.auto_continue:
             self.follower = Follower(
                 options.repo_dir,
@@ -101,6 +102,11 @@ def enforce_deadlines(server: Server) -> None:
 
     log, follower = server.log, server.follower
     while not server.shutting_down.wait(server.options.deadline_interval):
+        if server.announcement is not None:
+            try:
+                server.announcement.renew()
+            except SwampError as exc:
+                log(f"announcing deadline enforcement: {exc.message}")
         try:
             for expiry in expire_due_waits(App.open(server.options.repo_dir)):
                 if expiry.saved:
@@ -129,6 +135,18 @@ def due_soon_hooks(server: Server) -> None:
         server.log(f"due-soon check: {exc.message}")
 
 
+def announce_enforcement(server: Server) -> None:
+    """Say in the store, for as long as serve lives, that it enforces deadlines (SERVE-047), so
+    that waits, wait show, watch and a suspended run's block can tell users (WAIT-090)."""
+    from ..app.context import App
+    from ..app.enforcement import ENFORCER
+
+    try:
+        server.announcement = App.open(server.options.repo_dir).store.announce(ENFORCER)
+    except SwampError as exc:
+        server.log(f"deadlines are enforced, but this could not be announced: {exc.message}")
+
+
 def run_server(options: ServeOptions) -> int:
     log_stream: TextIO = open(options.log_file, "a", encoding="utf-8") if options.log_file else sys.stderr  # noqa: SIM115
     server = Server(options, log_stream)
@@ -149,6 +167,7 @@ def run_server(options: ServeOptions) -> int:
     if server.follower is not None:
         threading.Thread(target=server.follower.follow, name="swamp-serve-follow", daemon=True).start()
     if options.enforce_deadlines:
+        announce_enforcement(server)  # before "ready": from then on every command sees it
         threading.Thread(
             target=enforce_deadlines, args=(server,), name="swamp-serve-deadlines", daemon=True
         ).start()

@@ -86,6 +86,16 @@ class PgStore:
 
         return claim_held(self.db, run_id)
 
+    def announce(self, name: str) -> Any:
+        from .claim import PgAnnouncement
+
+        return PgAnnouncement(self.db, name).hold()
+
+    def announced(self, name: str) -> bool:
+        from .claim import claim_held
+
+        return claim_held(self.db, name)
+
     def held(self) -> PgHeldStore:
         from .held import PgHeldStore
 
