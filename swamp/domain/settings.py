@@ -379,32 +379,21 @@ def _hooks(raw: Any) -> tuple[Hook, ...]:
     return tuple(hooks)
 
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
 def _seconds(raw: Any, where: str, low: float, high: float | None) -> float:
-    """A duration setting: seconds as a number, or `90s`, `10m`, `1h30m`, `2d`, ISO 8601 `PT10M`.
-    (Parsed here for the hook settings; to be unified with the shared duration parser.)"""
-    import re
+    """A duration setting: seconds as a number, or a duration text (domain/durations.py)."""
+    from .durations import EXAMPLES, parse_duration
 
-    fix = "write seconds or a duration such as 30s, 10m, 1h30m or PT10M" + (
+    fix = f"write seconds or a duration such as {EXAMPLES}" + (
         f" (at most {high:g} seconds)" if high is not None else ""
     )
     value: float | None = None
     if isinstance(raw, int | float) and not isinstance(raw, bool):
         value = float(raw)
     elif isinstance(raw, str):
-        text = raw.strip().lower()
-        number = r"(\d+(?:\.\d+)?)"
-        iso = re.fullmatch(rf"p(?:(\d+)d)?(?:t(?:{number}h)?(?:{number}m)?(?:{number}s)?)?", text)
-        parts = re.findall(r"(\d+(?:\.\d+)?)([smhdw])", text)
-        if re.fullmatch(r"\d+(?:\.\d+)?", text):
-            value = float(text)
-        elif iso and text not in ("p", "pt") and not text.endswith("t"):
-            d, h, m, sec = (float(g) if g else 0.0 for g in iso.groups())
-            value = d * 86400 + h * 3600 + m * 60 + sec
-        elif parts and "".join(n + u for n, u in parts) == text:
-            value = sum(float(n) * _UNITS[u] for n, u in parts)
+        try:
+            value = float(parse_duration(raw.strip()))
+        except ValueError:
+            value = None
     if value is None or value != value or value < low or (high is not None and value > high):
         raise _refuse(where, f"is {raw!r:.40}", fix)
     return value
