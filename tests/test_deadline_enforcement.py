@@ -80,7 +80,7 @@ def test_a_ten_second_wait_fails_at_its_deadline_by_itself_and_watch_shows_it(tm
 
 
 def _announcement_lives_and_ends(app: object) -> None:
-    from swamp.app.enforcement import ENFORCER, deadlines_enforced
+    from swamp.app.announcements import ENFORCER, deadlines_enforced
 
     assert deadlines_enforced(app) is False  # type: ignore[arg-type]
     first = app.store.announce(ENFORCER)  # type: ignore[attr-defined]

@@ -357,7 +357,7 @@ def list_waits(
                     entry["hookFailed"] = failed[entry["waitId"]]
         waits.extend(of_run)
     waits.sort(key=lambda w: (w["deadline"], w["waitId"]))
-    from .enforcement import deadlines_enforced
+    from .announcements import deadlines_enforced
 
     listed: dict[str, Any] = {"waits": waits, "deadlineEnforced": deadlines_enforced(app)}  # WAIT-090
     if not reserved:
@@ -386,7 +386,7 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
     )
     doc["stepStatus"] = step.status
     if step.status == "waiting":
-        from .enforcement import deadlines_enforced
+        from .announcements import deadlines_enforced
 
         doc["deadlineEnforced"] = deadlines_enforced(app)  # WAIT-090
     doc["hooks"] = [

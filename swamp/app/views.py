@@ -94,7 +94,7 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
     commands.append(suggested.resume(wf, pick))
     doc: dict[str, Any] = {"gates": gates, "waits": waits, "next": commands}
     if run.unsettled_waits():
-        from .enforcement import deadlines_enforced
+        from .announcements import deadlines_enforced
 
         doc["deadlineEnforced"] = deadlines_enforced(app)  # WAIT-090
     return doc

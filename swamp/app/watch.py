@@ -130,7 +130,7 @@ def deadlines_passed(app: App, run: WorkflowRun, reported: set[str]) -> list[dic
     ]
     if not due:
         return []
-    from .enforcement import deadlines_enforced
+    from .announcements import deadlines_enforced
 
     enforced = deadlines_enforced(app)
     events = []

@@ -313,8 +313,8 @@ def service_status(ctx: click.Context, user_unit: bool, as_json: bool, repo_dir:
     use_json = _as_json(ctx, as_json)
     try:
         root, name, path = _unit_of(ctx, repo_dir, user_unit)
+        from ..app.announcements import deadlines_enforced
         from ..app.context import App
-        from ..app.enforcement import deadlines_enforced
 
         doc: dict[str, Any] = {
             "unit": name,

@@ -82,7 +82,6 @@ class Server:
             options.grace, self.flights, self.sockets, self.helpers, self.shutting_down, self.log
         )
         self.follower: Follower | None = None
-        self.announcement: Any = None  # the store's note that this serve enforces deadlines
         if options.auto_continue:
             self.follower = Follower(
                 options.repo_dir,
@@ -102,11 +101,6 @@ def enforce_deadlines(server: Server) -> None:
 
     log, follower = server.log, server.follower
     while not server.shutting_down.wait(server.options.deadline_interval):
-        if server.announcement is not None:
-            try:
-                server.announcement.renew()
-            except SwampError as exc:
-                log(f"announcing deadline enforcement: {exc.message}")
         try:
             for expiry in expire_due_waits(App.open(server.options.repo_dir)):
                 if expiry.saved:
@@ -135,18 +129,6 @@ def due_soon_hooks(server: Server) -> None:
         server.log(f"due-soon check: {exc.message}")
 
 
-def announce_enforcement(server: Server) -> None:
-    """Say in the store, for as long as serve lives, that it enforces deadlines (SERVE-047), so
-    that waits, wait show, watch and a suspended run's block can tell users (WAIT-090)."""
-    from ..app.context import App
-    from ..app.enforcement import ENFORCER
-
-    try:
-        server.announcement = App.open(server.options.repo_dir).store.announce(ENFORCER)
-    except SwampError as exc:
-        server.log(f"deadlines are enforced, but this could not be announced: {exc.message}")
-
-
 def run_server(options: ServeOptions) -> int:
     log_stream: TextIO = open(options.log_file, "a", encoding="utf-8") if options.log_file else sys.stderr  # noqa: SIM115
     server = Server(options, log_stream)
@@ -158,16 +140,17 @@ def run_server(options: ServeOptions) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if options.auto_continue:  # before serve can be reached: a client then sees it announced
-        from .serve_announce import announce_auto_continue
+    # Before serve can be reached: from its first answer on, every command sees what it does.
+    from ..app.announcements import AUTO_CONTINUE, ENFORCER
+    from .serve_announce import hold_announcements
 
-        announce_auto_continue(options.repo_dir, server.shutting_down, server.log)
+    doing = [AUTO_CONTINUE] * options.auto_continue + [ENFORCER] * options.enforce_deadlines
+    hold_announcements(options.repo_dir, doing, server.shutting_down, server.log)
     if options.socket_path:
         server.sockets.listen(options.socket_path, options.socket_group, options.socket_any)
     if server.follower is not None:
         threading.Thread(target=server.follower.follow, name="swamp-serve-follow", daemon=True).start()
     if options.enforce_deadlines:
-        announce_enforcement(server)  # before "ready": from then on every command sees it
         threading.Thread(
             target=enforce_deadlines, args=(server,), name="swamp-serve-deadlines", daemon=True
         ).start()

@@ -1,50 +1,45 @@
-"""serve says in its store that it runs with --auto-continue (app/announcements.py, CLI-037): a
-thread that holds the announcement's claim while serve runs, taking over from another serve that
-held it when that one stops."""
+"""serve says in its store what it does by itself (app/announcements.py): `--auto-continue`
+(CLI-037) and `--enforce-deadlines` (SERVE-047), held from before serve can be reached until it
+stops."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..domain.errors import SwampError
 
-RETRY_SECONDS = 1.0
-FIRST_TRY_SECONDS = 5.0  # how long serve waits, before it says ready, for the first attempt
+RENEW_SECONDS = 1.0  # PostgreSQL: how soon an announcement lost with its connection is taken again
 
 
-def announce_auto_continue(
-    repo_dir: str | None, stopping: threading.Event, log: Callable[[str], None]
+def hold_announcements(
+    repo_dir: str | None, names: Sequence[str], stopping: threading.Event, log: Callable[[str], None]
 ) -> None:
-    """Start the thread; return once it has tried the claim once (so a command run as soon as
-    serve is ready sees the announcement)."""
-    tried = threading.Event()
+    """Announce each of `names` now (so a command run as soon as serve is ready sees them), then
+    keep them in a thread: renewed while serve runs, let go of when it stops (a serve finishing
+    its last runs no longer takes new ones on)."""
+    from ..app.context import App
 
-    def hold() -> None:
-        from ..app.announcements import AUTO_CONTINUE
-        from ..app.context import App
-
-        claim = None
-        held = False
+    held: list[tuple[str, Any]] = []
+    for name in names:
         try:
-            # The claim lives on this thread (PostgreSQL: its connection): taken and let go here.
-            claim = App.shared(repo_dir).claim(AUTO_CONTINUE, purpose="serve --auto-continue")
-            while not stopping.is_set():
-                if not held:
-                    try:
-                        held = claim.try_acquire()
-                    except SwampError as exc:
-                        log(f"announcing --auto-continue in the store: {exc.message}")
-                tried.set()
-                stopping.wait(RETRY_SECONDS)
+            held.append((name, App.open(repo_dir).store.announce(name)))
         except SwampError as exc:
-            log(f"announcing --auto-continue in the store: {exc.message}")
-        finally:
-            tried.set()
-            if held and claim is not None:
-                with contextlib.suppress(Exception):
-                    claim.release()
+            log(f"announcing {name} in the store: {exc.message}")
+    if not held:
+        return
 
-    threading.Thread(target=hold, name="swamp-serve-announce", daemon=True).start()
-    tried.wait(FIRST_TRY_SECONDS)
+    def keep() -> None:
+        while not stopping.wait(RENEW_SECONDS):
+            for name, announcement in held:
+                try:
+                    announcement.renew()
+                except SwampError as exc:
+                    log(f"announcing {name} in the store: {exc.message}")
+        for _, announcement in held:
+            with contextlib.suppress(Exception):
+                announcement.release()
+
+    threading.Thread(target=keep, name="swamp-serve-announce", daemon=True).start()
