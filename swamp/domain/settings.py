@@ -338,16 +338,10 @@ def _hooks(raw: Any) -> tuple[Hook, ...]:
                 'write the shell command to run, such as `command: "sh hooks/notify.sh"`',
             )
         timeout = body.get("timeout", DEFAULT_HOOK_TIMEOUT)
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not 0 < timeout <= MAX_HOOK_TIMEOUT
-        ):
-            raise _refuse(
-                f"{where}.timeout",
-                f"is {timeout!r}",
-                f"write seconds above 0 and at most {MAX_HOOK_TIMEOUT} (default {DEFAULT_HOOK_TIMEOUT})",
-            )
+        timeout = _seconds(timeout, f"{where}.timeout", 0, MAX_HOOK_TIMEOUT)
+        if timeout <= 0:
+            fix = f"write a duration above 0 (default {DEFAULT_HOOK_TIMEOUT})"
+            raise _refuse(f"{where}.timeout", "is 0", fix)
         retries = body.get("retries", 0)
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_HOOK_RETRIES:
             raise _refuse(
@@ -381,7 +375,7 @@ def _hooks(raw: Any) -> tuple[Hook, ...]:
 
 def _seconds(raw: Any, where: str, low: float, high: float | None) -> float:
     """A duration setting: seconds as a number, or a duration text (domain/durations.py)."""
-    from .durations import EXAMPLES, parse_duration
+    from .durations import EXAMPLES, is_number_text, parse_duration
 
     fix = f"write seconds or a duration such as {EXAMPLES}" + (
         f" (at most {high:g} seconds)" if high is not None else ""
@@ -389,7 +383,7 @@ def _seconds(raw: Any, where: str, low: float, high: float | None) -> float:
     value: float | None = None
     if isinstance(raw, int | float) and not isinstance(raw, bool):
         value = float(raw)
-    elif isinstance(raw, str):
+    elif isinstance(raw, str) and not is_number_text(raw.strip()):  # "60" in a file is not a number
         try:
             value = float(parse_duration(raw.strip()))
         except ValueError:
