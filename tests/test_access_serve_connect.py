@@ -121,7 +121,7 @@ def test_the_payload_prompt_works_through_connect(repo, serve) -> None:
     term.line("3")
     term.expect("[y/N] ")
     term.line("y")
-    code, text = term.finish()
+    code, text = term.finish()  # no offer to continue through a serve (CLI-039)
     assert code == 0 and "Signal accepted" in text, text
     shown = repo.swamp("workflow", "wait", "show", wait_id, "--json").json
     assert shown["status"] != "open" and shown["receipt"]["submittedBy"]

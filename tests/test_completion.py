@@ -25,7 +25,8 @@ def complete(words: str, cwd, env: dict[str, str] | None = None, shell: str = "b
     assert result.code == 0, result
     assert result.err == "", result.err
     lines = result.out.splitlines()
-    return [line.split(",", 1)[1] for line in lines if "," in line]  # bash: "plain,<value>"
+    # bash: "plain,<value>", or "plain,<value>  (<help>)" when there are several (CLI-044)
+    return [line.split(",", 1)[1].split("  (")[0] for line in lines if "," in line]
 
 
 @pytest.fixture(scope="module")

@@ -107,6 +107,8 @@ def test_the_prompt_asks_each_field_checks_it_previews_and_sends_on_yes(prompt_r
     assert json.loads(preview.split("Payload:", 1)[1]) == expected
     assert wait_doc(prompt_repo, wait_id)["status"] == "open"  # nothing sent before the answer
     term.line("y")
+    term.expect("Continue the run now? [Y/n] ")  # CLI-039: the run waits for nothing more
+    term.line("n")
     code, text = term.finish()
     assert code == 0, text
     assert "Signal accepted" in text

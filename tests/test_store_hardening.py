@@ -129,6 +129,7 @@ def test_files_under_swamp_have_the_umask_permissions(repo: Repo, umask: int, mo
     code, out = _wrapped(repo, 'exec "$@"', "workflow", "signal", wait_id, "--payload", "1", umask=umask)
     assert code == 0, out
     modes = _modes(repo)
+    modes.pop(".swamp/index/open.log")  # made by `repo init` (the fixture's umask), appended to since
     kinds = {".json.swap", ".audit.jsonl", ".lock", "active/", "waits/", "workflow-runs/"}
     assert {k for k in kinds if any(k in name for name in modes)} == kinds, modes
     assert {name: m for name, m in modes.items() if m != mode} == {}

@@ -54,6 +54,7 @@ FEATURES = (
     "access",
     "os-accounts",
     "gateway",
+    "shell-completion",
 )
 # Features a runner selects only when asked (--features): the run store being PostgreSQL is a
 # property of how the implementation is set up for the run (--env-hook), not of the implementation;

@@ -107,6 +107,8 @@ def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
     for key in ("accounts", "groups"):
         if data.get(key):
             need("os-accounts", f"top-level `{key}:`")
+    if isinstance(data.get("env"), dict) and "_SWAMP_COMPLETE" in data["env"]:
+        need("shell-completion", "`_SWAMP_COMPLETE` in its env")
     for number, step in enumerate(_steps(data.get("steps")), 1):
         argv: list[Any] = []
         if isinstance(step.get("run"), list):
@@ -147,6 +149,8 @@ def features_used(data: dict[str, Any]) -> dict[str, list[str]]:
                 need("resume-from", "request 'workflow.resume' with `from`")
             if kind == "workflow.run" and isinstance(payload, dict) and payload.get("watch"):
                 need("watch", "request 'workflow.run' with `watch`")
+        if isinstance(step.get("env"), dict) and "_SWAMP_COMPLETE" in step["env"]:
+            need("shell-completion", f"step {number} has `_SWAMP_COMPLETE` in its env")
         if isinstance(step.get("write"), dict):
             written += [_text(v) for v in step["write"].values()]
         if _expect_held(step.get("expect")):

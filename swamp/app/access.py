@@ -70,11 +70,14 @@ def resolve_run(
             {"workflow": name, "statuses": sorted(wanted)},
         )
     if len(candidates) > 1:
+        from ..domain.prefixes import SHOWN, listed, run_candidate
+
         ids = [r.id for r in candidates]
+        described = [run_candidate(r) for r in candidates]
         raise RunAmbiguous(
-            f"Workflow '{name}' has {len(ids)} {shown} runs; say which with --run RUN_ID "
-            f"(one of: {', '.join(ids)})",
-            {"workflow": name, "runIds": ids},
+            f"Workflow '{name}' has {len(ids)} {shown} runs; say which with --run RUN_ID: "
+            f"{listed(described, len(ids))}",
+            {"workflow": name, "runIds": ids, "runs": [c.to_dict("runId") for c in described[:SHOWN]]},
         )
     return candidates[0]
 

@@ -165,7 +165,7 @@ def reject_wait(
                     app, fresh, policy, override=override, what=f"wait {wait_id}", details={"waitId": wait_id}
                 )
             )
-        job_run, step_run = fresh.reject_wait(app.clock.now(), wait_id, user, reason)
+        job_run, step_run = fresh.reject_wait(app.clock.now(), wait_id, user, reason, on_behalf_of, override)
         return {"jobName": job_run.name, "stepName": step_run.name}
 
     audit = _wait_policy(run, wait_id) is not None or override is not None

@@ -46,6 +46,7 @@ def hold(
     continue_run: Callable[[WorkflowRun], dict[str, Any]] | None = None,
     override: str | None = None,
     permission: Permission | None = None,
+    delivery_id: str | None = None,
 ) -> dict[str, Any]:
     """A signal to a reserved wait that has not opened (WAIT-069..). `audit(run, code, signal_id,
     admission=None)` notes an attempt; `accepted(run, wait_id)` is the ordinary result once a wait
@@ -65,7 +66,7 @@ def hold(
             raise closed
         existing = store.read(wait_id)
         if existing is not None:
-            raise _already_held(existing, wait_id, step, read_payload)
+            raise _already_held(existing, wait_id, step, read_payload, delivery_id)
         payload = _read(read_payload, wait_id, schema, app)
         problems = app.validation.problems(payload, schema)
         if problems:
@@ -86,10 +87,13 @@ def hold(
         payload=payload,
         onBehalfOf=app.on_behalf_of,
         permissionId=permission.id if permission is not None else None,
+        deliveryId=delivery_id,
     )
     if not store.hold(held):  # another early signal was held between the look and the write
         other = store.read(wait_id)
-        error = _already_held(other, wait_id, step, lambda: payload) if other else _raced(wait_id)
+        error = (
+            _already_held(other, wait_id, step, lambda: payload, delivery_id) if other else _raced(wait_id)
+        )
         audit(found, error.code, None)
         raise error
     audit(found, "held", held.signalId, admission=admission)
@@ -132,7 +136,7 @@ def hold(
         return doc
     if opened.status == "waiting" and store.exists(wait_id):
         return _held_result(run, job, step, held)
-    raise opened.settled_error(payload)
+    raise opened.settled_error(payload, delivery_id)
 
 
 def _read(read_payload: Callable[[], Any], wait_id: str, schema: Any, app: App) -> Any:
@@ -146,17 +150,29 @@ def _read(read_payload: Callable[[], Any], wait_id: str, schema: Any, app: App) 
 
 
 def _already_held(
-    existing: HeldSignal, wait_id: str, step: StepRun, read_payload: Callable[[], Any]
+    existing: HeldSignal,
+    wait_id: str,
+    step: StepRun,
+    read_payload: Callable[[], Any],
+    delivery_id: str | None = None,
 ) -> SignalHeld:
     try:
         same = payload_digest(read_payload()) == payload_digest(existing.payload)
     except SwampError:
         same = False
+    details: dict[str, Any] = {
+        "waitId": wait_id,
+        "signalId": existing.signalId,
+        "heldAt": existing.heldAt,
+        "samePayload": same,
+    }
+    if delivery_id is not None:  # this very delivery, sent again (WAIT-088)?
+        details["sameDelivery"] = delivery_id == existing.deliveryId
     return SignalHeld(
         f"Wait {wait_id} already holds early signal {existing.signalId} (held at {existing.heldAt}); "
         f"it is applied when step '{step.name}' opens, and the wait takes no other signal. "
         f"See it with: swamp workflow wait show {wait_id}",
-        {"waitId": wait_id, "signalId": existing.signalId, "heldAt": existing.heldAt, "samePayload": same},
+        details,
     )
 
 
@@ -183,6 +199,7 @@ def _held_result(run: WorkflowRun, job: JobRun, step: StepRun, held: HeldSignal)
             "receivedAt": held.heldAt,
             "submittedBy": held.submittedBy,
             **({"onBehalfOf": held.onBehalfOf} if held.onBehalfOf is not None else {}),
+            **({"deliveryId": held.deliveryId} if held.deliveryId is not None else {}),
         },
         "runStatus": run.status,
         "openWaits": [],

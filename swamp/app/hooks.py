@@ -39,6 +39,9 @@ def start_hooks(app: App, run: WorkflowRun, changes: list[dict[str, Any]]) -> No
                     "hook": hook.name,
                     "command": hook.command,
                     "timeout": hook.timeout,
+                    "retries": hook.retries,
+                    "backoff": hook.backoff,
+                    "event": event["event"],
                     "waitId": event["waitId"],
                     "runId": run.id,
                     "workflowId": run.workflowId,
@@ -127,6 +130,8 @@ def hook_document(app: App, run: WorkflowRun, event: dict[str, Any]) -> dict[str
         "example": example,
         "signal": suggested.signal(wait_id, payload),
     }
+    if event["event"] == "wait_due_soon":
+        document["dueSoonAt"] = wait.dueSoonAt
     if event["event"] == "wait_settled":
         document["outcome"] = event["outcome"]
         if "receipt" in event:

@@ -82,6 +82,7 @@ def signal(
     emit: Callable[[dict[str, Any]], None] | None = None,
     override: str | None = None,
     token: str | None = None,
+    delivery_id: str | None = None,
 ) -> dict[str, Any]:
     """Every check, payload and schema included, is made first on the record read without the
     claim (WAIT-016): a slow or hostile payload never holds the claim. Then, under the claim, the
@@ -94,10 +95,15 @@ def signal(
     A `token` (a signal permission, permissions.py) is the admission instead of the policy: it is
     checked first, before the wait's own checks, and again under the claim, where its use is
     counted in the same save as the receipt (ACCESS-045..047). A signal with a token is never held
-    (ACCESS-052)."""
+    (ACCESS-052).
+
+    A `delivery_id` (the sender's ID of this delivery, WAIT-086) is kept on the receipt; a wait that
+    already took a signal says whether it was this very delivery (`sameDelivery`, WAIT-087)."""
+    from ..domain.waits import check_delivery_id
     from .answerers import check_override
 
     check_override(override)
+    check_delivery_id(delivery_id)
     if token is not None and override is not None:
         from ..domain.errors import InvalidRequest
 
@@ -148,6 +154,7 @@ def signal(
             continue_run=(lambda run: continue_if_nothing_open(app, run, emit)) if resume else None,
             override=override,
             permission=held_with,
+            delivery_id=delivery_id,
         )
     try:
         from .answerers import admit_wait
@@ -156,7 +163,7 @@ def signal(
         if token is None:
             admission = admit_wait(app, found, *found.find_wait(wait_id), wait_id, override)
         job, step, payload, _ = found.signal(
-            now, wait_id, read_payload, user, app.validation.problems, record=False
+            now, wait_id, read_payload, user, app.validation.problems, record=False, delivery_id=delivery_id
         )
     except SwampError as exc:
         if not check_only:
@@ -196,6 +203,7 @@ def signal(
                 checked_already,
                 on_behalf_of=on_behalf_of,
                 override=admission.override if admission is not None else None,
+                delivery_id=delivery_id,
             )
         except SwampError as exc:
             app.runs.append_audit(run, _refused(now, user, on_behalf_of, wait_id, exc))
@@ -296,6 +304,29 @@ def _wait_entry(
     }
 
 
+def opened_hook_failures(audit: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """HOOK-017: for each wait whose last `waitOpened` attempt in `audit` did not end ok, what
+    `waits` and `wait show` say of it as `hookFailed`: that attempt's outcome, and when the next
+    one is due (null: none is)."""
+    last: dict[str, dict[str, Any]] = {}
+    for entry in audit:
+        if entry.get("action") == "hook" and entry.get("hook") == "waitOpened":
+            last[str(entry.get("waitId"))] = entry
+    return {
+        wait_id: {
+            "hook": "waitOpened",
+            "code": entry.get("code"),
+            "exitCode": entry.get("exitCode"),
+            "at": entry.get("at"),
+            "attempt": entry.get("attempt", 1),
+            "attempts": entry.get("attempts", 1),
+            "retryAt": entry.get("retryAt"),
+        }
+        for wait_id, entry in last.items()
+        if entry.get("code") != "ok"
+    }
+
+
 def list_waits(
     app: App,
     workflow_ref: str | None = None,
@@ -310,6 +341,7 @@ def list_waits(
     now = app.clock.now()
     waits = []
     for run in suspended_runs(app, workflow_id):
+        of_run = []
         for job, step in run.unsettled_waits():
             assert step.wait is not None
             entry = _wait_entry(run, job.name, step.name, step.wait, now)
@@ -317,13 +349,22 @@ def list_waits(
                 continue
             if expiring_within is not None and entry["secondsLeft"] > expiring_within:
                 continue
-            waits.append(entry)
+            of_run.append(entry)
+        if of_run:
+            failed = opened_hook_failures(app.runs.read_audit(run))
+            for entry in of_run:
+                if entry["waitId"] in failed:
+                    entry["hookFailed"] = failed[entry["waitId"]]
+        waits.extend(of_run)
     waits.sort(key=lambda w: (w["deadline"], w["waitId"]))
+    from .announcements import deadlines_enforced
+
+    listed: dict[str, Any] = {"waits": waits, "deadlineEnforced": deadlines_enforced(app)}  # WAIT-090
     if not reserved:
-        return {"waits": waits}
+        return listed
     from .held import reserved_entries
 
-    return {"waits": waits, "reserved": reserved_entries(app, workflow_id)}
+    return {**listed, "reserved": reserved_entries(app, workflow_id)}
 
 
 def show_wait(app: App, wait_id: str) -> dict[str, Any]:
@@ -344,11 +385,18 @@ def show_wait(app: App, wait_id: str) -> dict[str, Any]:
         else ("expired" if step.status == "waiting" else wait.outcome or step.status)
     )
     doc["stepStatus"] = step.status
+    if step.status == "waiting":
+        from .announcements import deadlines_enforced
+
+        doc["deadlineEnforced"] = deadlines_enforced(app)  # WAIT-090
     doc["hooks"] = [
         entry
         for entry in app.runs.read_audit(run)
         if entry.get("action") == "hook" and entry.get("waitId") == wait_id
     ]
+    failed = opened_hook_failures(doc["hooks"]).get(wait_id)
+    if failed is not None:
+        doc["hookFailed"] = failed
     if wait.permissions:
         from .permissions import shown_permissions
 

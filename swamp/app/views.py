@@ -92,7 +92,12 @@ def suspension(app: App, run: WorkflowRun) -> dict[str, Any]:
         commands.append(suggested.approve(wf, str(gate["stepName"]), pick))
         commands.append(suggested.reject(wf, str(gate["stepName"]), pick))
     commands.append(suggested.resume(wf, pick))
-    return {"gates": gates, "waits": waits, "next": commands}
+    doc: dict[str, Any] = {"gates": gates, "waits": waits, "next": commands}
+    if run.unsettled_waits():
+        from .announcements import deadlines_enforced
+
+        doc["deadlineEnforced"] = deadlines_enforced(app)  # WAIT-090
+    return doc
 
 
 def gate_progress(gate: ApprovalGate) -> dict[str, Any]:

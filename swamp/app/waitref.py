@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from ..domain import suggested
 from ..domain.errors import InvalidRequest
+from ..domain.prefixes import check_wait_ref
 from ..domain.run import JobRun, StepRun, WorkflowRun
-from ..domain.waits import MIN_WAIT_PREFIX, WaitAmbiguous, WaitNotFound, check_wait_ref
+from ..domain.waits import WaitAmbiguous, WaitNotFound
 from .context import App
 
 
@@ -50,12 +51,9 @@ def _by_prefix(app: App, prefix: str) -> str:
             {"waitId": prefix, "reason": "unknown"},
         )
     if len(ids) > 1:
-        shown = ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else "")
-        raise WaitAmbiguous(
-            f"{prefix} is the start of {len(ids)} wait IDs ({shown}); give more of its characters "
-            f"(a prefix needs wait_ and at least {MIN_WAIT_PREFIX} more)",
-            {"waitId": prefix, "candidates": ids},
-        )
+        from ..domain.prefixes import SHOWN, ambiguous_wait, wait_candidate
+
+        raise ambiguous_wait(prefix, [wait_candidate(i, app.runs.find_wait(i)) for i in ids[:SHOWN]], ids)
     return ids[0]
 
 

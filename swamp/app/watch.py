@@ -54,7 +54,7 @@ def watch_run(
     timeout: float | None = None,
     emit: Emit | None = None,
 ) -> dict[str, Any]:
-    send: Emit = emit or (lambda event: None)
+    send: Emit = _each_settled_once(emit or (lambda event: None))
     stop = WATCH_STOP.get()
     found = app.runs.find(run_ref)
     journal = RunJournal(app.layout)
@@ -64,6 +64,7 @@ def watch_run(
         follower = journal.follow(found.id)
         run = app.runs.load(found.workflowId, found.id)
         send(status_event(app, run))
+        passed: set[str] = set()  # waits whose passed deadline this watch reported (WATCH-010)
         while True:
             for _, event in follower.new_events():
                 send(event)
@@ -71,6 +72,8 @@ def watch_run(
             for event in record_changes(app, run, current):
                 send(event)
             run = current
+            for event in deadlines_passed(app, run, passed):
+                send(event)
             if run.status in ENDED:
                 _settle(app, run.id)
                 for _, event in follower.new_events():
@@ -84,6 +87,9 @@ def watch_run(
             wait = left
             if run.status in ("running", "pending"):
                 wait = CLAIM_PROBE_SECONDS if left is None else min(left, CLAIM_PROBE_SECONDS)
+            due = next_deadline_in(app, run)
+            if due is not None:
+                wait = due if wait is None else min(wait, due)
             if stop is not None:
                 wait = STOP_CHECK_SECONDS if wait is None else min(wait, STOP_CHECK_SECONDS)
                 reason = stop()
@@ -96,6 +102,67 @@ def watch_run(
                         {"runIds": [run.id]},
                     )
             changes.wait(wait)
+
+
+def _each_settled_once(emit: Emit) -> Emit:
+    """A wait settled is reported once (WATCH-005): the record shows it, and the run's own events
+    do too when the process executing it applied a held signal (WATCH-016)."""
+    settled: set[str] = set()
+
+    def send(event: dict[str, Any]) -> None:
+        if event.get("event") == "wait_settled":
+            if event.get("waitId") in settled:
+                return
+            settled.add(str(event.get("waitId")))
+        emit(event)
+
+    return send
+
+
+def deadlines_passed(app: App, run: WorkflowRun, reported: set[str]) -> list[dict[str, Any]]:
+    """A `deadline_passed` event for each wait still unsettled past its deadline that the watch
+    has not reported yet (WATCH-010), saying whether a serve enforces it (WAIT-090)."""
+    now = app.clock.now()
+    due = [
+        (job, step)
+        for job, step in run.unsettled_waits()
+        if step.wait is not None and step.wait.waitId not in reported and step.wait.is_expired(now)
+    ]
+    if not due:
+        return []
+    from .announcements import deadlines_enforced
+
+    enforced = deadlines_enforced(app)
+    events = []
+    for job, step in due:
+        assert step.wait is not None
+        reported.add(step.wait.waitId)
+        events.append(
+            {
+                "event": "deadline_passed",
+                "at": iso(now),
+                "runId": run.id,
+                "job": job.name,
+                "step": step.name,
+                "waitId": step.wait.waitId,
+                "deadline": step.wait.deadline,
+                "deadlineEnforced": enforced,
+            }
+        )
+    return events
+
+
+def next_deadline_in(app: App, run: WorkflowRun) -> float | None:
+    """Seconds until the nearest deadline of an unsettled wait still ahead, so the watch wakes when
+    it passes (nothing in the store changes then: WATCH-010); None when there is none."""
+    now = app.clock.now()
+    ahead = [
+        step.wait.seconds_left(now)
+        for _, step in run.unsettled_waits()
+        if step.wait is not None and not step.wait.is_expired(now)
+    ]
+    # A hair past the deadline (it is still open at the deadline itself), at least 50 ms apart.
+    return max(0.05, min(ahead) + 0.002) if ahead else None
 
 
 def result(app: App, run: WorkflowRun, outcome: str) -> dict[str, Any]:
@@ -129,7 +196,10 @@ def status_event(app: App, run: WorkflowRun) -> dict[str, Any]:
     if run.status == "suspended":
         from .views import suspension
 
-        event["next"] = suspension(app, run)["next"]
+        about = suspension(app, run)
+        event["next"] = about["next"]
+        if "deadlineEnforced" in about:
+            event["deadlineEnforced"] = about["deadlineEnforced"]  # WATCH-011
     return event
 
 

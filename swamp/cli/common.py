@@ -119,7 +119,12 @@ def _answer(
         with stopping as interruption:
             data = handle(request, payload, None if use_json else progress)
         if then is not None and (interruption is None or interruption.exit_code is None):
+            warned = data.get("hookWarnings") if isinstance(data, dict) else None
+            if warned and not use_json:
+                hook_warnings(warned)  # before watching: the watch may go on for hours
             data = then(data, use_json, ask)
+            if warned and use_json and isinstance(data, dict):
+                data = {**data, "hookWarnings": warned}
     except SwampError as exc:
         print_error(exc, use_json)
         ctx.exit(exc.exit_code)
@@ -143,10 +148,38 @@ def _answer(
         # CLI-030: a renderer gets the document with every string's control characters shown as
         # escapes, unless it prints values as JSON and shows the rest itself (terminal_text.exact).
         render(data if getattr(render, "exact", False) else shown_doc(data))
+        if data.get("hookWarnings") and then is None:
+            hook_warnings(data["hookWarnings"])
     # Stopped by a signal: 130 or 143 whatever the run's status (CLI-006), after the run is shown.
     code = (interruption.exit_code if interruption is not None else None) or exit_code(data)
     if code:
         ctx.exit(code)
+
+
+def hook_warnings(warnings: list[dict[str, Any]]) -> None:
+    """HOOK-016 in log mode: a line on stderr for each hook that failed, naming it, its event,
+    how it ended, whether it is tried again, and where to see more."""
+    from .output import err
+    from .terminal_text import shown
+
+    for w in warnings:
+        if w.get("code") == "hook_timed_out":
+            how = "timed out"
+        elif w.get("code") == "hook_not_started":
+            how = f"could not start ({w.get('error') or 'unknown'})"
+        else:
+            how = f"failed (exit {w.get('exitCode')})"
+        again = (
+            f" on attempt {w.get('attempt')} of {w.get('attempts')}; next attempt at {w['retryAt']}"
+            if w.get("retryAt")
+            else ""
+        )
+        err(
+            shown(
+                f"swamp: warning: hook {w.get('hook')} ({w.get('event')}) for {w.get('waitId')} "
+                f"{how}{again}; see: {w.get('next')}"
+            )
+        )
 
 
 def _interruptible(
@@ -306,12 +339,31 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
     return value
 
 
+class Duration(click.ParamType):
+    """An option that takes a duration: a number of seconds or 90s, 10m, 1h30m, 2d, PT10M, read by
+    the one parser of domain/durations.py (WF-041); a value that is none is a usage error."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (int, float)):
+            return value
+        from ..domain.durations import parse_duration
+
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+DURATION = Duration()
+
+
 def claim_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--claim-timeout",
-        callback=_finite,
-        type=click.FloatRange(min=0),
-        metavar="SECONDS",
+        type=DURATION,
+        metavar="DURATION",
         help="How long to wait for the run's claim when another command holds it (default 5).",
     )(func)
 
@@ -349,7 +401,7 @@ def watch_option(func: Callable[..., Any]) -> Callable[..., Any]:
         "--watch",
         is_flag=True,
         help="If the run suspends, keep watching it (as `swamp workflow watch`) until it ends; "
-        "exit 0 succeeded, 1 failed/cancelled/interrupted.",
+        "Ctrl-C stops only the watching. Exit 0 succeeded, 1 failed/cancelled/interrupted.",
     )(func)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..app.events import KINDS
 from ..domain.errors import EXIT_SIGINT, SwampError
-from .common import _as_json, _finite, _repo_dir, click, output_options
+from .common import DURATION, _as_json, _repo_dir, click, output_options
 from .output import err, out, print_error, print_json, style
 from .terminal_text import shown, shown_doc
 
@@ -34,10 +34,9 @@ from .terminal_text import shown, shown_doc
 @click.option("--run", "runs", multiple=True, metavar="RUN_ID", help="Only events of this run (repeat).")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
-    callback=_finite,
-    metavar="SECONDS",
-    help="Stop after this many seconds of wall-clock time; 0 prints what the log holds and stops. "
+    type=DURATION,
+    metavar="DURATION",
+    help="Stop after this much wall-clock time (seconds, or 10m...); 0 prints what the log holds and stops. "
     "Default: until Ctrl-C.",
 )
 @output_options

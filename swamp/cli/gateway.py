@@ -38,6 +38,18 @@ from .common import click
     metavar="ADDRESSES",
     help="Believe X-Forwarded-For from these addresses (comma-separated; your reverse proxy's).",
 )
+@click.option(
+    "--connect",
+    metavar="SOCKET",
+    help="Ask the swamp serve on this socket instead of opening the repository and store here "
+    "(also the global --connect and SWAMP_CONNECT): the gateway then needs no access to the store.",
+)
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="With --connect: a YAML file holding `gateway:` settings (publicUrl, routes) as .swamp.yaml does.",
+)
 @click.option("--repo-dir", type=click.Path(file_okay=False), metavar="DIR", help="The repository.")
 @click.pass_context
 def gateway(
@@ -49,6 +61,8 @@ def gateway(
     resume: bool,
     rate: float,
     trust_proxy: str | None,
+    connect: str | None,
+    config: str | None,
     repo_dir: str | None,
 ) -> None:
     """Answer waits over HTTP: one-time links for people, a JSON API, provider webhooks.
@@ -56,6 +70,10 @@ def gateway(
     Needs the gateway extra: pip install 'swamp[gateway]'. It prints one JSON line,
     {"listening": URL}, once it listens; logs one JSON line a request on stderr (never a token);
     stops on SIGTERM or Ctrl-C after the requests in flight are answered.
+
+    Beside a repository it opens the store itself. With --connect SOCKET it asks that swamp serve
+    instead (as its own account, a socket peer) and needs no access to the store; serve runs the
+    hooks, and continues runs when started with --auto-continue.
 
     \b
     Routes:
@@ -68,7 +86,10 @@ def gateway(
     Examples:
       swamp gateway --listen 127.0.0.1:8080 --public-url https://swamp.example.com
       swamp gateway --listen 0.0.0.0:8443 --certfile cert.pem --keyfile key.pem
+      swamp gateway --listen 127.0.0.1:8080 --connect /run/swamp/serve.sock --config gateway.yaml
     """
+    import os
+
     from ..domain.errors import SwampError
     from .output import print_error
 
@@ -91,6 +112,8 @@ def gateway(
         resume=resume,
         rate=rate,
         trusted_proxies=trust_proxy,
+        connect=connect or root.get("connect") or os.environ.get("SWAMP_CONNECT") or None,
+        config=config,
     )
     try:
         ctx.exit(serve(options))

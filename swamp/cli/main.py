@@ -7,7 +7,16 @@ imported only when used, so `swamp workflow signal` loads its own command and no
 from __future__ import annotations
 
 import gc
+import os
 import sys
+
+# A Tab (click's completion protocol) that completes a wait ID, run ID or step is answered from the
+# open index before click, or anything else, is imported: see cli/tabcomplete.py.
+if "_SWAMP_COMPLETE" in os.environ:
+    from .tabcomplete import answer
+
+    if answer():
+        sys.exit(0)
 
 # Importing click and building the command tree below allocates thousands of objects that live as
 # long as the process; the cyclic garbage collector would only walk them again and again (5-10 ms
@@ -29,6 +38,7 @@ from .output import print_error, print_json  # noqa: E402
         "workflow": ".main:workflow",
         "model": ".models:model",
         "serve": ".serve:serve",
+        "service": ".service:service",
         "gateway": ".gateway:gateway",
         "events": ".events:events",
         "store": ".store:store",

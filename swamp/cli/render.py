@@ -130,6 +130,8 @@ class RunProgress:
         elif kind == "step_waiting":
             what = f"a signal ({event.get('waitId')})" if event.get("kind") == "signal" else "approval"
             lines.append(f"{style(job, 'blue')} │ ⏸ {step} waiting for {what}")
+        elif kind == "wait_settled":  # a watch's, or a held signal applied by the run (WATCH-016)
+            lines.append(settled_line(event))
         elif kind == "step_skipped":
             reason = event.get("reason")
             detail = f" · guard: {event.get('guard')}" if reason == "guarded" else ""
@@ -203,6 +205,15 @@ class RunProgress:
             self._clear_status()
 
 
+def settled_line(event: dict[str, Any]) -> str:
+    """A `wait_settled` event (shown: CLI-030) as a line: how the wait settled, and by whom."""
+    by = f" from {event['submittedBy']}" if event.get("submittedBy") else ""
+    what = {"received": "signal accepted", "rejected": "rejected", "timed_out": "timed out"}
+    outcome = str(event.get("outcome"))
+    line = f"{event.get('job')} │ ✉ {event.get('step')}: {what.get(outcome, outcome)}"
+    return f"{style(line, 'blue')}{by} ({event.get('waitId')})"
+
+
 class AnswerProgress(RunProgress):
     """signal/approve --resume: says the answer was taken and the run goes on, then shows the
     continuation as `resume` does."""
@@ -259,6 +270,8 @@ def run_outcome(doc: dict[str, Any]) -> None:
             about = f": {wait['description']}" if wait.get("description") else ""
             out(f"  Waiting for a signal: {wait['jobName']}.{wait['stepName']}{about}")
             out(f"    wait ID {style(wait['waitId'], bold=True)}, deadline {wait['deadline']}")
+        if "deadlineEnforced" in doc:
+            enforcement_lines(doc["deadlineEnforced"], "  ")
         for gate in doc.get("gates", []):
             deadline = f" (deadline {gate['deadline']})" if gate.get("deadline") else ""
             out(f"  Waiting for approval: {gate['jobName']}.{gate['stepName']}: {gate['prompt']}{deadline}")
@@ -276,6 +289,16 @@ def run_outcome(doc: dict[str, Any]) -> None:
     hint = resume_hint(doc)
     if hint:
         out(f"Resume with: {hint}")
+
+
+def enforcement_lines(enforced: bool, indent: str = "") -> None:
+    """Whether a wait's deadline acts by itself here, and what to run when it does not (WAIT-091)."""
+    if enforced:
+        out(f"{indent}Deadlines are enforced: swamp serve --enforce-deadlines fails a wait at its deadline.")
+        return
+    out(f"{indent}Nothing enforces deadlines here: a wait past its deadline stays open until a resume.")
+    out(f"{indent}  Make deadlines act by themselves: swamp service install")
+    out(f"{indent}  (or keep running: swamp serve --auto-continue --enforce-deadlines)")
 
 
 def interruption_text(doc: dict[str, Any]) -> str:
@@ -318,27 +341,42 @@ def definition_note(doc: dict[str, Any]) -> None:
     out(f"  to run the edited file start a fresh run: swamp workflow run {doc['workflowName']}")
 
 
-def run_tree(doc: dict[str, Any]) -> None:
-    inputs = doc.get("inputs")  # printed as Python shows a dict: its strings already escaped
+OUTPUT_LINES = 5  # of each step's stdout and stderr, shown by history get (--lines N)
+PAYLOAD_WIDTH = 1000  # characters of a payload shown by history get; --json has it whole
+
+
+def run_tree(doc: dict[str, Any], lines: int = OUTPUT_LINES) -> None:
+    """`history get` in log mode (RUN-014, RUN-031): the run, each step with the last `lines` lines
+    of its output and what its wait or gate was told, by whom and when, then the audit trail."""
+    import json
+
+    inputs = doc.get("inputs")
     doc = shown_doc(doc)
     took = duration(doc.get("durationMs"))
     out(f"Workflow: {style(doc['workflowName'], bold=True)} (run {doc['id']})")
     if inputs:
-        out(f"  inputs: {inputs}")
+        out(f"  inputs: {shown(json.dumps(inputs, ensure_ascii=False))}")
     starter = doc.get("startedBy") or doc.get("initiatedBy")
     if starter and "audit" in doc:  # history get: who started it, as `starter: false` judges it
         out(f"  started by: {who(starter, doc)}")
+    told = {(a["job"], a["step"]): a for a in doc.get("answers") or []}
     for job in doc.get("jobs", []):
         out(f"  {ICONS.get(job['status'], '?')} {job['name']} {duration(job.get('durationMs'))}".rstrip())
         for step in job.get("steps", []):
             icon = "⚠" if step.get("allowedFailure") else ICONS.get(step["status"], "?")
             extra = f" ({step['reason']})" if step.get("reason") and step["status"] == "skipped" else ""
             out(f"    {icon} {step['name']} {duration(step.get('durationMs'))}{extra}".rstrip())
+            outputs = step.get("outputs")
+            for line in output_tail(outputs, "stdout", lines):
+                out(f"        │ {line}")
             if step.get("error"):
                 out(f"      -> {step['error']}")
-            if step["status"] == "failed":
-                for line in stderr_tail(step.get("outputs")):
-                    out(f"         {style('!', 'red', bold=True)} {line}")
+            answer = told.get((job["name"], step["name"]))
+            if answer is not None:
+                out(f"        {answer_text(answer)}")
+            failed = step["status"] == "failed"
+            for line in output_tail(outputs, "stderr", max(lines, STDERR_TAIL_LINES) if failed else lines):
+                out(f"        {style('!', 'red', bold=True)} {line}")
     for entry in doc.get("audit") or []:
         if entry.get("action") == "hook":
             hook_lines(entry, indent="  ")
@@ -390,11 +428,48 @@ def hook_lines(entry: dict[str, Any], indent: str) -> None:
     else:
         how = style(f"could not start: {entry.get('error')}", "red")
     took = duration(entry.get("durationMs"))
-    out(f"{indent}{entry.get('at')} hook {entry.get('hook')} {entry.get('waitId')}: {how} after {took}")
+    attempt = again = ""
+    if (entry.get("attempts") or 1) > 1:  # HOOK-019: each attempt of a hook with retries
+        attempt = f" (attempt {entry.get('attempt')} of {entry.get('attempts')})"
+        if entry.get("retryAt"):
+            again = f"; next attempt at {entry.get('retryAt')}"
+    out(
+        f"{indent}{entry.get('at')} hook {entry.get('hook')} {entry.get('waitId')}{attempt}: "
+        f"{how} after {took}{again}"
+    )
     if code != "ok":
         lines = [line for line in str(entry.get("stderr") or "").splitlines() if line.strip()]
         for line in lines[-HOOK_STDERR_LINES:]:
             out(f"{indent}  {style('!', 'red', bold=True)} {cut(line, TAIL_LINE_WIDTH)}")
+
+
+def answer_text(answer: dict[str, Any]) -> str:
+    """One wait's or gate's answer (RUN-031): `received {"verdict": "ship"} from alice at T`,
+    `approved by bob at T: reason`, `rejected by ...`, `open`, `timed_out at T`."""
+    import json
+
+    outcome = str(answer.get("outcome"))
+    if outcome == "open":
+        return "open: no answer yet"
+    word = "from" if outcome == "received" else "by"
+    by = f" {word} {who(answer['by'], answer)}" if answer.get("by") else ""
+    at = f" at {answer['at']}" if answer.get("at") else ""
+    text = outcome
+    if outcome == "received":
+        text = f"received {cut(shown(json.dumps(answer.get('payload'), ensure_ascii=False)), PAYLOAD_WIDTH)}"
+    granted = f" (permission granted by {answer['grantedBy']})" if answer.get("grantedBy") else ""
+    override = f" (override: {answer['override']})" if answer.get("override") else ""
+    reason = f": {answer['reason']}" if answer.get("reason") and answer.get("by") else ""
+    return f"{text}{by}{at}{granted}{override}{reason}"
+
+
+def output_tail(outputs: Any, stream: str, count: int) -> list[str]:
+    """The last `count` non-blank lines of a step's recorded `outputs.<stream>`, each cut."""
+    text = outputs.get(stream) if isinstance(outputs, dict) else None
+    if not isinstance(text, str) or count <= 0:
+        return []
+    lines = [line for line in text.splitlines() if line.strip()]
+    return [cut(line, TAIL_LINE_WIDTH) for line in lines[-count:]]
 
 
 def stderr_tail(outputs: Any) -> list[str]:

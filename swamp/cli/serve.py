@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..domain.errors import SwampError
 from .common import (
+    DURATION,
     _repo_dir,
     click,
 )
@@ -46,15 +47,17 @@ from .output import print_error
     "the store's events); at start, resume the runs answered while no serve ran.",
 )
 @click.option(
-    "--enforce-deadlines", is_flag=True, help="Fail expired waits at their deadline (wait_timeout)."
+    "--enforce-deadlines",
+    is_flag=True,
+    help="Fail expired waits at their deadline (wait_timeout), and say so in the store (waits shows it).",
 )
 @click.option(
     "--grace",
-    metavar="SECONDS",
-    type=click.FloatRange(min=0),
+    metavar="DURATION",
+    type=DURATION,
     default=10.0,
     show_default=True,
-    help="Seconds running steps may take to finish on SIGTERM/SIGINT.",
+    help="How long running steps may take to finish on SIGTERM/SIGINT (seconds, or 30s...).",
 )
 @click.option("--log-file", type=click.Path(dir_okay=False), help="Write logs here instead of stderr.")
 @click.option(
@@ -90,6 +93,8 @@ def serve(
 
     Several serves may follow one store (PostgreSQL shared by several hosts, or one repository):
     each run is resumed once and each deadline enforced once, whichever serve gets there.
+    A serve with --enforce-deadlines says so in the store; `swamp workflow waits` shows it. To
+    keep one running at boot under systemd: swamp service install.
     """
     from ..protocol.serve import ServeOptions, run_server
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .common import (
+    DURATION,
     Group,
     _drop_none,
     call,
@@ -17,7 +18,7 @@ from .common import (
     output_options,
     wide_option,
 )
-from .complete import run_ids, wait_ids, workflow_names
+from .complete import run_ids, step_names, wait_ids, workflow_names
 from .output import out, style
 
 MAX_STDIN_PAYLOAD = 16 * 1024 + 1
@@ -31,6 +32,7 @@ def wait_address_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option(
         "--step",
         metavar="STEP",
+        shell_complete=step_names,
         help="With --run, instead of WAIT_ID: the step whose wait it is (an expanded forEach name too).",
     )(func)
     return click.option(
@@ -114,7 +116,8 @@ def workflow_signal(
     and applied when it opens (see it with: swamp workflow waits --reserved).
 
     At a terminal, without --payload or --payload-file, it asks for the message from the wait's
-    schema, shows it, and sends it only once you confirm.
+    schema, shows it, and sends it only once you confirm; then, when the run waits for nothing
+    more and no `swamp serve --auto-continue` will continue it, it offers to continue it here.
 
     With --token-file (or --token) the signal is delivered with a signal permission (swamp
     workflow wait grant), on behalf of whoever granted it: for a job that may answer this one
@@ -136,7 +139,8 @@ def workflow_signal(
     if check and resume:
         raise click.UsageError("--check records nothing, so it cannot --resume the run; give one of them")
     raw: bytes
-    if payload_text is None and payload_file is None and _at_terminal(ctx, as_json):
+    prompted = payload_text is None and payload_file is None and _at_terminal(ctx, as_json)
+    if prompted:
         raw = _prompted(ctx, address, repo_dir)  # the payload prompt (swamp/cli/prompt.py)
     elif (payload_text is None) == (payload_file is None):
         raise click.UsageError(
@@ -155,7 +159,9 @@ def workflow_signal(
         assert payload_text is not None
         raw = os.fsencode(payload_text)
 
-    def render(data: dict[str, Any]) -> None:
+    def render(data: dict[str, Any], advice: bool = True) -> None:
+        if data.get("shown"):  # the prompt's follow-up has shown it (cli/answered.py)
+            return
         if data.get("valid"):
             out(
                 f"{style('Valid', 'green')}: the message fits wait {data['waitId']} "
@@ -187,6 +193,13 @@ def workflow_signal(
             from .render import still_open
 
             still_open(data)
+        if not advice:
+            return
+        from .answered import moved_on, serve_continues, waits_for_nothing
+
+        if waits_for_nothing(data) and serve_continues(ctx, repo_dir):
+            moved_on(data)  # CLI-038: never `resume` for a run a serve continues
+            return
         for command in data.get("next", []):
             out(f"  Next: {command}")
 
@@ -201,6 +214,20 @@ def workflow_signal(
             "token": token,
         }
     )
+    if prompted and not resume:  # CLI-039: offer to continue the run once the answer is in
+        from .answered import offer
+
+        call(
+            ctx,
+            "workflow.signal",
+            payload,
+            as_json=as_json,
+            repo_dir=repo_dir,
+            render=render,
+            exit_code=_prompt_exit,
+            then=offer(ctx, repo_dir, render),
+        )
+        return
     call_answer(
         ctx,
         "workflow.signal",
@@ -210,6 +237,13 @@ def workflow_signal(
         repo_dir=repo_dir,
         render=render,
     )
+
+
+def _prompt_exit(data: dict[str, Any]) -> int:
+    """After the prompt: as `resume` when it continued the run here, else 0 (130: interrupted)."""
+    from .common import _answer_exit
+
+    return int(data.get("exit") or _answer_exit(data))
 
 
 MAX_TOKEN_FILE = 4096
@@ -287,6 +321,7 @@ def _prompted(ctx: click.Context, address: dict[str, Any], repo_dir: str | None)
 )
 @click.option(
     "--expiring-within",
+    type=DURATION,
     metavar="DURATION",
     help="Only waits whose deadline is within DURATION (30m, 2h, 1d).",
 )
@@ -302,7 +337,7 @@ def _prompted(ctx: click.Context, address: dict[str, Any], repo_dir: str | None)
 def workflow_waits(
     ctx: click.Context,
     workflow_name: str | None,
-    expiring_within: str | None,
+    expiring_within: float | None,
     show_all: bool,
     reserved: bool,
     wide: bool,
@@ -357,7 +392,7 @@ def workflow_waits(
         table(
             [
                 [
-                    w["waitId"],
+                    w["waitId"] + (" !" if w.get("hookFailed") else ""),
                     w["workflowName"],
                     w["runId"],
                     f"{w['jobName']}.{w['stepName']}",
@@ -371,26 +406,24 @@ def workflow_waits(
             wide=wide,
             drop=("DEADLINE", "RUN", "SCHEMA", "WORKFLOW"),
         )
+        if any(w.get("hookFailed") for w in data["waits"]):  # HOOK-017
+            out("! its waitOpened hook failed, so nobody may have been told it is open")
+            out("  (how it failed: swamp workflow wait show WAIT_ID)")
         if any(not w["expired"] for w in data["waits"]):
             out("Send one with: swamp workflow signal WAIT_ID --payload '<json>'")
             out("  (its schema and an example: swamp workflow wait show WAIT_ID)")
         if any(w["expired"] for w in data["waits"]):
             out("An expired wait takes no signal (wait_expired); resuming its run fails the step")
             out("  (wait_timeout): swamp workflow resume WORKFLOW --run RUN_ID")
+        if "deadlineEnforced" in data:
+            from .render import enforcement_lines
 
-    within: float | None = None
-    if expiring_within is not None:
-        from ..domain.errors import InvalidRequest
-        from ..protocol.requests import parse_duration
+            enforcement_lines(data["deadlineEnforced"])
 
-        try:
-            within = parse_duration(expiring_within)
-        except InvalidRequest as exc:
-            raise click.BadParameter(exc.message, param_hint="--expiring-within") from None
     payload: dict[str, Any] = _drop_none(
         {
             "workflow": workflow_name,
-            "expiringWithin": within,
+            "expiringWithin": expiring_within,
             "all": True if show_all else None,
             "reserved": True if reserved else None,
         }
@@ -478,6 +511,10 @@ def workflow_wait_show(
             out(f"  {data['description']}")
         if "openedAt" in data:
             out(f"  opened {data['openedAt']}, deadline {data['deadline']}")
+            if "deadlineEnforced" in data:
+                from .render import enforcement_lines
+
+                enforcement_lines(data["deadlineEnforced"], "  ")
         elif data["status"] == "reserved":
             out(f"  reserved: step {data['stepName']} has not opened it yet ({data['stepStatus']})")
         else:
@@ -500,6 +537,14 @@ def workflow_wait_show(
             out("  permissions:")
             for line in permission_lines(data["permissions"]):
                 out("    " + line)
+        if data.get("hookFailed"):  # HOOK-017
+            failed = data["hookFailed"]
+            again = f", next attempt at {failed['retryAt']}" if failed.get("retryAt") else ""
+            out(
+                "  " + style("! its waitOpened hook failed", "red", bold=True)
+                + f" ({failed['code']}, attempt {failed['attempt']} of {failed['attempts']}{again}): "
+                "nobody may have been told this wait is open"
+            )
         if data.get("hooks"):
             from .render import hook_lines
 
@@ -544,6 +589,7 @@ def override_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("wait_id", metavar="[WAIT_ID]", required=False, shell_complete=wait_ids)
 @click.option(
     "--expires",
+    type=DURATION,
     metavar="DURATION",
     help="The permission ends after DURATION (90s, 30m, 2h, 1d); by default when the wait settles.",
 )
@@ -557,7 +603,7 @@ def override_option(func: Callable[..., Any]) -> Callable[..., Any]:
 def workflow_wait_grant(
     ctx: click.Context,
     wait_id: str | None,
-    expires: str | None,
+    expires: float | None,
     uses: int | None,
     note: str | None,
     override: str | None,
@@ -607,29 +653,24 @@ def workflow_wait_grant(
     call(ctx, "workflow.wait.grant", payload, as_json=as_json, repo_dir=repo_dir, render=render)
 
 
-def _expires_seconds(expires: str | None) -> float | None:
-    """--expires DURATION in seconds, or a usage error naming --expires (ACCESS-044)."""
+def _expires_seconds(expires: float | None) -> float | None:
+    """--expires DURATION (read by DURATION) within its bounds, or a usage error (ACCESS-044)."""
     if expires is None:
         return None
-    from ..domain.errors import InvalidRequest
     from ..domain.permissions import MAX_EXPIRES
-    from ..protocol.requests import parse_duration
 
-    try:
-        within = parse_duration(expires)
-    except InvalidRequest as exc:
-        raise click.BadParameter(exc.message, param_hint="--expires") from None
-    if not 0 < within <= MAX_EXPIRES:
+    if not 0 < expires <= MAX_EXPIRES:
         raise click.BadParameter(
             "give a duration longer than 0 and at most ten years, such as 30m", param_hint="--expires"
         )
-    return within
+    return expires
 
 
 @workflow_wait.command("link")
 @click.argument("wait_id", metavar="[WAIT_ID]", required=False, shell_complete=wait_ids)
 @click.option(
     "--expires",
+    type=DURATION,
     metavar="DURATION",
     help="The link ends after DURATION (90s, 30m, 2h, 1d); by default when the wait settles.",
 )
@@ -641,7 +682,7 @@ def _expires_seconds(expires: str | None) -> float | None:
 def workflow_wait_link(
     ctx: click.Context,
     wait_id: str | None,
-    expires: str | None,
+    expires: float | None,
     override: str | None,
     run_id: str | None,
     step: str | None,

@@ -7,25 +7,25 @@ from typing import Any
 
 from ..domain.errors import EXIT_SIGINT
 from .common import call, click, output_options
+from .complete import run_ids
 from .terminal_text import shown
 from .watch_render import WatchProgress, watch_exit, watch_outcome
 
 
 def _timeout_option(func: Any) -> Any:
-    from .common import _finite
+    from .common import DURATION
 
     return click.option(
         "--timeout",
-        type=click.FloatRange(min=0),
-        callback=_finite,
-        metavar="SECONDS",
-        help="Stop watching after this many seconds of wall-clock time (SWAMP_NOW does not move it); "
-        "0 checks once. Default: no limit.",
+        type=DURATION,
+        metavar="DURATION",
+        help="Stop watching after this much wall-clock time (SWAMP_NOW does not move it): seconds "
+        "or a duration such as 10m; 0 checks once. Default: no limit.",
     )(func)
 
 
 @click.command("watch")
-@click.argument("run")
+@click.argument("run", shell_complete=run_ids)
 @_timeout_option
 @output_options
 @click.pass_context

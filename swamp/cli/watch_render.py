@@ -49,12 +49,12 @@ class WatchProgress:
             )
             for command in event.get("next") or []:
                 out(f"  Next: {command}")
-        elif kind == "wait_settled":
-            by = f" from {event['submittedBy']}" if event.get("submittedBy") else ""
-            what = {"received": "signal accepted", "rejected": "rejected", "timed_out": "timed out"}
-            outcome = str(event.get("outcome"))
-            line = f"{event.get('job')} │ ✉ {event.get('step')}: {what.get(outcome, outcome)}"
-            out(f"{style(line, 'blue')}{by} ({event.get('waitId')})")
+            if "deadlineEnforced" in event:
+                from .render import enforcement_lines
+
+                enforcement_lines(bool(event["deadlineEnforced"]), "  ")
+        elif kind == "deadline_passed":
+            deadline_passed_lines(event)
         elif kind == "gate_decided":
             verdict = style("approved", "green") if event.get("approved") else style("rejected", "red")
             reason = f": {event['reason']}" if event.get("reason") else ""
@@ -71,6 +71,17 @@ class WatchProgress:
             out(f"  Send it: swamp workflow signal {event.get('waitId')} --payload '<json>'")
         else:
             self.steps(event)
+
+
+def deadline_passed_lines(event: dict[str, Any]) -> None:
+    """WATCH-012: the moment a wait's deadline passes, and what will happen to it."""
+    line = f"{event.get('job')} │ ⏰ {event.get('step')}: deadline passed at {event.get('deadline')}"
+    out(f"{style(line, 'yellow')} ({event.get('waitId')})")
+    if event.get("deadlineEnforced"):
+        out("  A swamp serve --enforce-deadlines fails the wait now (wait_timeout).")
+        return
+    out("  Nothing enforces it: the run stays suspended until it is resumed (the step then fails).")
+    out("  Make deadlines act by themselves: swamp service install")
 
 
 def watch_outcome(doc: dict[str, Any]) -> None:
@@ -102,6 +113,13 @@ def watch_outcome(doc: dict[str, Any]) -> None:
     run_outcome(doc)
 
 
+def watching_line(data: dict[str, Any]) -> str:
+    """What `run --watch` and `resume --watch` say once the run is shown and the watch begins."""
+    waiting = "for answers" if data.get("status") == "suspended" else "until it ends"
+    stays = "stays suspended" if data.get("status") == "suspended" else "goes on"
+    return style(f"Watching run {data['id']} {waiting}; Ctrl-C stops watching (the run {stays}).", dim=True)
+
+
 def then_watch(timeout: float | None) -> Any:
     """For `run --watch` / `resume --watch` (common.call's `then`): after the run request, watch
     the run it returned unless it already ended; the result is the watch's document, with the
@@ -115,10 +133,18 @@ def then_watch(timeout: float | None) -> Any:
 
             run_outcome(data)
             out()
+            out(watching_line(data))  # WATCH-015: it does not look hung
         payload: dict[str, Any] = {"run": data["id"]}
         if timeout is not None:
             payload["timeout"] = timeout
-        watched: dict[str, Any] = ask("workflow.watch", payload, WatchProgress(quiet_start=True))
+        try:
+            watched: dict[str, Any] = ask("workflow.watch", payload, WatchProgress(quiet_start=True))
+        except KeyboardInterrupt:  # Ctrl-C stops the watching, never the run (as `watch` does)
+            from ..domain.errors import EXIT_SIGINT
+            from .output import err
+
+            err(f"\nStopped watching; the run goes on. Watch it again: swamp workflow watch {data['id']}")
+            raise SystemExit(EXIT_SIGINT) from None
         if "superseded" in data:
             watched["superseded"] = data["superseded"]
         return watched

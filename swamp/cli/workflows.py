@@ -165,6 +165,8 @@ def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_
             place = f"job '{warning['job']}' step '{warning['step']}' {warning['field']}"
             out(f"  {style('!', 'yellow')} {place}: {warning['path']} may be absent ({warning['reason']})")
             out(f"    → use has(): {warning['fix']}")
+            if warning.get("yaml"):
+                out(f"      as YAML: {warning['yaml']}")
         warned = len(result.get("warnings", []))
         note = f" ({warned} warning{'s' if warned != 1 else ''})" if warned else ""
         out(f"Result: {style('PASSED', 'green') if result['passed'] else style('FAILED', 'red')}{note}")
@@ -199,6 +201,12 @@ def workflow_validate(ctx: click.Context, name: str | None, as_json: bool, repo_
 @click.command("history", context_settings={"ignore_unknown_options": False})
 @click.argument("args", nargs=-1, metavar="[NAME] | get RUN_ID_OR_PREFIX", shell_complete=history_args)
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N runs (N ≥ 1).")
+@click.option(
+    "--lines",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="history get: the last N lines of each step's output (default 5; 0: none).",
+)
 @wide_option
 @output_options
 @click.pass_context
@@ -206,6 +214,7 @@ def workflow_history(
     ctx: click.Context,
     args: tuple[str, ...],
     limit: int | None,
+    lines: int | None,
     wide: bool,
     as_json: bool,
     repo_dir: str | None,
@@ -221,18 +230,28 @@ def workflow_history(
       swamp workflow history             # every run
       swamp workflow history release     # the runs of one workflow
       swamp workflow history --wide      # every column whole
-      swamp workflow history get 3f2a    # one run, by ID or unique prefix
+      swamp workflow history get 3f2a    # one run: each step's last output lines, each
+                                         # answer (payload, who, when), the audit trail
+      swamp workflow history get 3f2a --lines 20
     """
-    from .render import duration, run_tree
+    from .render import OUTPUT_LINES, duration, run_tree
     from .tables import table
 
     if args and args[0] == "get":
         if len(args) != 2:
             raise click.UsageError("usage: swamp workflow history get RUN_ID_OR_PREFIX")
+        shown = OUTPUT_LINES if lines is None else lines
         call(
-            ctx, "workflow.history.get", {"run": args[1]}, as_json=as_json, repo_dir=repo_dir, render=run_tree
+            ctx,
+            "workflow.history.get",
+            {"run": args[1]},
+            as_json=as_json,
+            repo_dir=repo_dir,
+            render=lambda doc: run_tree(doc, shown),
         )
         return
+    if lines is not None:
+        raise click.UsageError("--lines goes with history get RUN: swamp workflow history get RUN --lines N")
     if len(args) > 1:
         raise click.UsageError("usage: swamp workflow history [NAME] or swamp workflow history get RUN_ID")
 

@@ -43,6 +43,7 @@ _WIRE_NAMES = {
     "expiring_within": "expiringWithin",
     "from_": "from",
     "permission_id": "permissionId",
+    "delivery_id": "deliveryId",
 }
 
 STDERR_LINES_KEPT = 200
@@ -469,6 +470,7 @@ class Client:
         resume: bool | None = None,
         token: str | None = None,
         override: str | None = None,
+        delivery_id: str | None = None,
         claim_timeout: float | None = None,
         repo_dir: PathArg | None = None,
         on_event: OnEvent = None,
@@ -476,7 +478,8 @@ class Client:
         """`workflow.signal`: answer a wait with `payload` (any JSON value, `None` is null) or
         `payload_text`; `resume=True` continues the run in the same request (`["run"]`);
         `override` (an admin's reason) answers past the wait's answerer policy; `token` delivers
-        with a signal permission (see `grant`).
+        with a signal permission (see `grant`); `delivery_id` is the sender's ID of this delivery,
+        kept on the receipt so that sending it again is known as a replay (`sameDelivery`).
 
         >>> client.signal("wait_3bqx", {"verdict": "ship"}, resume=True)["continued"]
         >>> client.signal(run=run_id, step="review", payload={"verdict": "fix"})
@@ -497,6 +500,7 @@ class Client:
                 resume=resume,
                 token=token,
                 override=override,
+                delivery_id=delivery_id,
                 claim_timeout=claim_timeout,
                 repo_dir=repo_dir,
             ),

@@ -46,12 +46,14 @@ class RunDocument(TypedDict):
     gates: NotRequired[list[dict[str, Any]]]
     waits: NotRequired[list[dict[str, Any]]]
     next: NotRequired[list[str]]
+    deadlineEnforced: NotRequired[bool]  # WAIT-090: a suspended run with a waiting step
 
 
 class RunResult(RunDocument):
     """`workflow.run`: the run document and what it did to runs it superseded (RESUME-014)."""
 
     superseded: list[dict[str, Any]]
+    hookWarnings: NotRequired[list[dict[str, Any]]]  # hooks that failed at once (HOOK-016)
 
 
 class ResumeResult(RunDocument):
@@ -59,6 +61,7 @@ class ResumeResult(RunDocument):
 
     definitionChanged: bool
     definitionChanges: NotRequired[list[str]]
+    hookWarnings: NotRequired[list[dict[str, Any]]]  # hooks that failed at once (HOOK-016)
 
 
 class WatchOutcome(TypedDict):
@@ -72,10 +75,12 @@ class WatchResult(RunDocument):
 
 
 class RunHistory(RunDocument):
-    """`workflow.history.get` (RUN-012): the run document, `interrupted` and the audit trail."""
+    """`workflow.history.get` (RUN-012): the run document, `interrupted`, the audit trail and what
+    each wait and gate was told (`answers`, RUN-031: kind, outcome, payload, by, at, ...)."""
 
     interrupted: bool
     audit: list[dict[str, Any]]
+    answers: list[dict[str, Any]]
 
 
 class RunSummary(TypedDict):
@@ -117,12 +122,14 @@ class WaitEntry(TypedDict):
     description: str | None
     schema: dict[str, Any] | bool
     answerers: NotRequired[dict[str, Any]]  # who may answer (ACCESS-001); absent: anyone
+    hookFailed: NotRequired[dict[str, Any]]  # its waitOpened hook's last attempt failed (HOOK-017)
 
 
 class Waits(TypedDict):
     """`workflow.waits`."""
 
     waits: list[WaitEntry]
+    deadlineEnforced: NotRequired[bool]  # WAIT-090
 
 
 class PermissionShown(TypedDict):
@@ -163,10 +170,12 @@ class WaitShow(TypedDict):
     expired: NotRequired[bool]
     description: NotRequired[str | None]
     hooks: NotRequired[list[dict[str, Any]]]
+    hookFailed: NotRequired[dict[str, Any]]  # HOOK-017
     receipt: NotRequired[dict[str, Any]]
     payload: NotRequired[Any]
     examplePayload: NotRequired[Any]
     next: NotRequired[list[str]]
+    deadlineEnforced: NotRequired[bool]  # WAIT-090: a wait whose step is waiting
     runStatus: NotRequired[RunStatus]
     held: NotRequired[dict[str, Any]]
     heldAt: NotRequired[str]
@@ -196,6 +205,7 @@ class SignalResult(TypedDict):
     run: NotRequired[RunDocument]
     stillOpen: NotRequired[list[dict[str, Any]]]
     permissionId: NotRequired[str]
+    hookWarnings: NotRequired[list[dict[str, Any]]]  # HOOK-016
 
 
 class GrantedPermission(TypedDict):
@@ -275,6 +285,7 @@ class ApproveResult(TypedDict):
     continued: NotRequired[bool]
     run: NotRequired[RunDocument]
     stillOpen: NotRequired[list[dict[str, Any]]]
+    hookWarnings: NotRequired[list[dict[str, Any]]]  # HOOK-016
 
 
 class RejectResult(TypedDict):
@@ -297,6 +308,7 @@ class RejectResult(TypedDict):
     required: NotRequired[int]
     approvals: NotRequired[list[dict[str, Any]]]
     remaining: NotRequired[int]
+    hookWarnings: NotRequired[list[dict[str, Any]]]  # HOOK-016
 
 
 class Approvals(TypedDict):

@@ -43,23 +43,34 @@ def step_expression_sites(step: Step) -> Iterator[tuple[str, str]]:
     """(field, source) for every `${{ }}` of one step in a field where expressions are evaluated
     (EXPR-002): `name`, `guard`, `forEach.in`, `task.inputs.run`, `task.prompt`, ...; the step's
     own `description` is literal text."""
+    for field, source, _ in step_expression_texts(step):
+        yield field, source
+
+
+def step_expression_texts(step: Step) -> Iterator[tuple[str, str, str]]:
+    """(field, source, text) as `step_expression_sites`, with the whole text of the field."""
     data = step.to_json()
     data.pop("description", None)
-    yield from _walk(data, "")
+    yield from _walk_texts(data, "")
 
 
 def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    for field, source, _ in _walk_texts(value, path):
+        yield field, source
+
+
+def _walk_texts(value: Any, path: str) -> Iterator[tuple[str, str, str]]:
     if isinstance(value, str):
         for source in expressions_in(value):
-            yield path, source
+            yield path, source, value
     elif isinstance(value, dict):
         for key, item in value.items():
             if key == "schema":  # a wait's payload schema is data, not a template
                 continue
-            yield from _walk(item, f"{path}.{key}" if path else str(key))
+            yield from _walk_texts(item, f"{path}.{key}" if path else str(key))
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            yield from _walk(item, f"{path}[{i}]")
+            yield from _walk_texts(item, f"{path}[{i}]")
 
 
 def run_checks(

@@ -24,6 +24,7 @@ absent optional fields left out, `schema` and `in` under their file keys.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import math
@@ -34,6 +35,8 @@ from typing import Any, Literal, TypeVar
 
 from .access import APPROVER_KEYS, POLICY_KEYS, Policy
 from .conditions import CONDITION_TYPES, Condition, without_nulls
+from .durations import EXAMPLES as DURATION_EXAMPLES
+from .durations import is_number_text, parse_duration
 from .errors import WorkflowInvalid
 from .expressions import whole_expression
 
@@ -75,9 +78,16 @@ SCHEMA_KEYWORDS = frozenset(
 
 
 def seconds_number(value: Any) -> Any:
-    """A timeout is a JSON number: `"60"`, `1h` and `true` are not (WF-025)."""
+    """A timeout in seconds: a JSON number, or a string that is a duration with a unit (`10m`,
+    `PT10M`: WF-038), read as its number of seconds. `"60"` and `true` are neither (WF-025)."""
+    if isinstance(value, str) and not is_number_text(value):
+        with contextlib.suppress(ValueError):
+            return parse_duration(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"must be a number of seconds, not {json.dumps(value, default=str)[:60]}")
+        raise ValueError(
+            f"must be a number of seconds or a duration such as {DURATION_EXAMPLES}, "
+            f"not {json.dumps(value, default=str)[:60]}"
+        )
     return value
 
 
@@ -386,7 +396,7 @@ class _Reader:
 
     def seconds(self, value: Any, loc: Loc) -> Any:
         try:
-            seconds_number(value)
+            value = seconds_number(value)
         except ValueError as exc:
             return self.fail(loc, "value_error", str(exc))
         if not value > 0:

@@ -154,6 +154,18 @@ class StepNotFound(SwampError):
     code = "step_not_found"
 
 
+class ServiceUnavailable(SwampError):
+    """service install/uninstall: systemd cannot take the unit here (spec/service.md; SERVICE-009)."""
+
+    code = "service_unavailable"
+
+
+class ServiceSecret(SwampError):
+    """service install: a password would be written into a unit file (SERVICE-008)."""
+
+    code = "service_secret"
+
+
 class TooManyRequests(SwampError):
     code = "too_many_requests"
 

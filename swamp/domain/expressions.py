@@ -267,6 +267,8 @@ class ExpressionEngine:
         except RuntimeError as exc:
             message = _clean(str(exc))
             if "undeclared reference" in message or "Syntax error" in message:
+                if "undeclared reference" in message:
+                    message = _hyphen_hint(source) or message
                 raise ExpressionError(message, {"expression": source}) from None
             # The checker rejects some mixed int/double literals that are fine on JSON data.
             try:
@@ -321,6 +323,26 @@ class ExpressionEngine:
         if whole is not None:
             return self.evaluate(whole, scope)
         return EXPRESSION.sub(lambda m: js_string(self.evaluate(m.group(1), scope)), text)
+
+
+# `steps.qa-verdict`: CEL reads a subtraction, `steps.qa` minus an undeclared `verdict`.
+_HYPHENATED = re.compile(
+    r"(?<![A-Za-z0-9_.\]])(" + "|".join(CONTEXT_NAMES) + r")\.([A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+)"
+)
+
+
+def _hyphen_hint(source: str) -> str | None:
+    """The message for an undeclared reference that comes from a name holding '-' (EXPR-020)."""
+    found = _HYPHENATED.search(source)
+    if found is None:
+        return None
+    root, name = found.groups()
+    fixed = _HYPHENATED.sub(lambda m: f'{m.group(1)}["{m.group(2)}"]', source)
+    return (
+        f"{root}.{name} reads as a subtraction ({root}.{name.split('-')[0]} minus"
+        f" {name.split('-', 1)[1]}): a name holding '-' is written in brackets, {root}[\"{name}\"]"
+        f" ({root}['{name}'] inside a double-quoted YAML value), e.g. ${{{{ {fixed} }}}}"
+    )
 
 
 def _clean(message: str) -> str:

@@ -47,6 +47,7 @@ class HeldSignal:
     # Held with a signal permission granted on the reserved wait (GATEWAY-054): its use is counted
     # when the signal is applied, and the receipt names it.
     permissionId: str | None = None
+    deliveryId: str | None = None  # the sender's ID of this delivery (WAIT-086), kept on the receipt
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "waitId": STR,
@@ -58,6 +59,7 @@ class HeldSignal:
         "payload": ANY,
         "onBehalfOf": optional(STR),
         "permissionId": optional(STR),
+        "deliveryId": optional(STR),
     }
 
     def summary(self) -> dict[str, Any]:
@@ -116,7 +118,7 @@ def apply_held(
     wait = step.wait
     assert wait is not None
     if step.status != "waiting" or wait.outcome is not None:
-        raise step.settled_error(held.payload)
+        raise step.settled_error(held.payload, held.deliveryId)
     if wait.is_expired(now):
         raise WaitExpired(
             f"Wait {wait.waitId} (step '{step.name}') expired at {wait.deadline} before its held signal "
@@ -143,6 +145,7 @@ def apply_held(
         held.onBehalfOf,
         signal_id=held.signalId,
         held_at=held.heldAt,
+        delivery_id=held.deliveryId,
     )
     if permission is not None:
         from .permissions import use

@@ -15,16 +15,17 @@ the error of a missing key when the other side decides, so the order does not ma
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from .celtree import Node
-from .checks import step_expression_sites
+from .checks import step_expression_texts
 from .definition import WaitForSignalTask, Workflow
 from .errors import ExpressionError
-from .expressions import ExpressionEngine
+from .expressions import EXPRESSION, ExpressionEngine
 
 Selector = str | int
 # How many alternatives (anyOf/oneOf branches multiplied out) a schema may have before the check
@@ -41,6 +42,7 @@ class PayloadWarning:
     path: str
     reason: str
     fix: str
+    yaml: str  # the field's line with the fix in place, valid YAML as shown (WF-044)
 
     @property
     def message(self) -> str:
@@ -59,6 +61,7 @@ class PayloadWarning:
             "path": self.path,
             "reason": self.reason,
             "fix": self.fix,
+            "yaml": self.yaml,
             "message": self.message,
         }
 
@@ -68,15 +71,35 @@ def payload_warnings(workflow: Workflow, expressions: ExpressionEngine) -> list[
     warnings: list[PayloadWarning] = []
     for job in workflow.jobs:
         for step in job.steps:
-            for field, source in step_expression_sites(step):
+            for field, source, text in step_expression_texts(step):
                 try:
                     tree = expressions.syntax_tree(source)
                 except ExpressionError:
                     continue  # `Expressions compile` reports it
                 schema_of = partial(_wait_schema, workflow, job.name)
                 for path, reason, fix in _unguarded_reads(tree, source, schema_of):
-                    warnings.append(PayloadWarning(job.name, step.name, field, source, path, reason, fix))
+                    pasted = yaml_line(field, _with_fix(text, source, fix))
+                    warning = PayloadWarning(job.name, step.name, field, source, path, reason, fix, pasted)
+                    warnings.append(warning)
     return warnings
+
+
+def _with_fix(text: str, source: str, fix: str) -> str:
+    """The field's text with the expression `source` replaced by `fix` (each occurrence)."""
+    return EXPRESSION.sub(lambda m: f"${{{{ {fix} }}}}" if m.group(1) == source else m.group(0), text)
+
+
+def yaml_line(field: str, text: str) -> str:
+    """`key: 'text'` (a list item: `- 'text'`) that YAML reads back as `text`: single-quoted with
+    each ' doubled, or, when the text spans lines or holds control characters, double-quoted with
+    JSON's escapes (which YAML's double-quoted style shares). A plain scalar would break on the
+    `: ` of a `cond ? a : b` (issue 30)."""
+    last = field.rsplit(".", 1)[-1]
+    lead = "-" if last.endswith("]") else f"{last}:"
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text):
+        return f"{lead} {json.dumps(text, ensure_ascii=False)}"
+    quoted = text.replace("'", "''")
+    return f"{lead} '{quoted}'"
 
 
 def _wait_schema(workflow: Workflow, job_name: str, step_name: str) -> dict[str, Any] | bool | None:

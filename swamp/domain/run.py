@@ -49,6 +49,7 @@ from .waits import (
     WaitExpired,
     WaitNotFound,
     WaitOpen,
+    WaitRejection,
     WaitSettled,
     empty_explained,
     new_signal_id,
@@ -235,12 +236,13 @@ class StepRun:
         signal_id: str | None = None,
         held_at: str | None = None,
         override: str | None = None,
+        delivery_id: str | None = None,
     ) -> SignalReceipt:
         """The one place that decides whether a signal is taken: only an open, unexpired wait."""
         wait = self.wait
         assert wait is not None
         if self.status != "waiting" or wait.outcome is not None:
-            raise self.settled_error(payload)
+            raise self.settled_error(payload, delivery_id)
         if wait.is_expired(now):
             raise WaitExpired(
                 f"Wait {wait.waitId} (step '{self.name}') expired at {wait.deadline} and takes no signal; "
@@ -256,19 +258,24 @@ class StepRun:
             onBehalfOf=on_behalf_of,
             heldAt=held_at,
             override=override,
+            deliveryId=delivery_id,
         )
         wait.receipt = receipt
         wait.settle("received", now)
         self.succeed(now, {"payload": payload, "signal": receipt.as_signal()})
         return receipt
 
-    def settled_error(self, payload: Any) -> WaitSettled:
+    def settled_error(self, payload: Any, delivery_id: str | None = None) -> WaitSettled:
+        """`samePayload` compares the payload with the one taken; with a delivery ID (WAIT-087),
+        `sameDelivery` compares that ID with the receipt's (a receipt without one is another)."""
         wait = self.wait
         assert wait is not None
         details: dict[str, Any] = {"waitId": wait.waitId, "outcome": wait.outcome, "status": self.status}
         if wait.receipt is not None:
             details["receipt"] = wait.receipt.as_signal()
             details["samePayload"] = payload_digest(payload) == wait.receipt.payloadSha256
+            if delivery_id is not None:
+                details["sameDelivery"] = delivery_id == wait.receipt.deliveryId
             said = f"already received signal {wait.receipt.id} at {wait.receipt.receivedAt}"
         else:
             said = f"already settled ({wait.outcome or self.status})"
@@ -855,6 +862,7 @@ class WorkflowRun:
         record: bool = True,
         on_behalf_of: str | None = None,
         override: str | None = None,
+        delivery_id: str | None = None,
     ) -> tuple[JobRun, StepRun, Any, SignalReceipt | None]:
         """Deliver a signal, checking in this order: the wait exists, is still waiting, has not
         expired, the run is suspended, the payload reads (size, strict JSON), and it passes the
@@ -869,7 +877,7 @@ class WorkflowRun:
                 offered: Any = read_payload()
             except SwampError:
                 offered = _UNREADABLE
-            raise step.settled_error(offered)
+            raise step.settled_error(offered, delivery_id)
         if wait.is_expired(now):
             raise WaitExpired(
                 f"Wait {wait_id} (step '{step.name}') expired at {wait.deadline} and takes no signal; "
@@ -884,10 +892,18 @@ class WorkflowRun:
             raise payload_invalid(wait_id, problems)
         if not record:
             return job, step, payload, None
-        return job, step, payload, step.accept_signal(now, payload, user, on_behalf_of, override=override)
+        return job, step, payload, step.accept_signal(
+            now, payload, user, on_behalf_of, override=override, delivery_id=delivery_id
+        )
 
     def reject_wait(
-        self, now: dt.datetime, wait_id: str, user: str, reason: str | None
+        self,
+        now: dt.datetime,
+        wait_id: str,
+        user: str,
+        reason: str | None,
+        on_behalf_of: str | None = None,
+        override: str | None = None,
     ) -> tuple[JobRun, StepRun]:
         """Reject a signal wait like a gate: the step fails (reason rejected), then its job and the run."""
         reserved = self.find_reserved(wait_id)
@@ -911,6 +927,7 @@ class WorkflowRun:
             raise step.settled_error(None)
         self.ensure_suspended()
         step.wait.settle("rejected", now)
+        step.wait.rejection = WaitRejection(user, iso(now), on_behalf_of, reason or None, override)
         step.fail(now, reason or f"Wait rejected by {user}", reason=REJECTED)
         self.settle(now, REJECTED, f"run rejected at wait {wait_id}")
         job.fail(now)

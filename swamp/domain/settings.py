@@ -20,10 +20,18 @@ if TYPE_CHECKING:
 
 # Each hook, and the event it runs on (HOOK-004): `waitExpired` is the settlement whose outcome is
 # `timed_out`, so a timed-out wait runs both `waitSettled` and `waitExpired` when both are set.
-HOOK_NAMES = ("waitOpened", "waitSettled", "waitExpired")
-HOOK_KEYS = ("command", "timeout")
+# `waitDueSoon` runs once per wait, `before` its deadline, started by whatever enforces deadlines
+# (serve --enforce-deadlines, HOOK-022).
+HOOK_NAMES = ("waitOpened", "waitSettled", "waitExpired", "waitDueSoon")
+HOOK_KEYS = ("command", "timeout", "retries", "backoff", "before")
 DEFAULT_HOOK_TIMEOUT = 30
 MAX_HOOK_TIMEOUT = 3600
+# Retries (HOOK-018): attempt k+1 starts backoff * 2**(k-1) seconds after attempt k ended, each
+# delay at most MAX_BACKOFF_DELAY.
+MAX_HOOK_RETRIES = 10
+DEFAULT_HOOK_BACKOFF = 2.0
+MAX_HOOK_BACKOFF = 3600
+MAX_BACKOFF_DELAY = 300.0
 # Top-level keys. `store` names where run state lives: a PostgreSQL URL (`postgresql://...`) or a
 # libpq service (`service=name`); absent, the file store under .swamp/ (SWAMP_STORE_URL overrides).
 # `admins` names who may answer past an answerer/approver policy with --override (ACCESS-020).
@@ -38,25 +46,40 @@ EXAMPLE = 'hooks: {waitOpened: {command: "sh hooks/notify.sh", timeout: 30}}'
 # Plain classes, not dataclasses or NamedTuples: every command on runs imports this module
 # (`swamp workflow signal` among them), and defining those two cost ~1 ms of its start.
 class Hook:
-    __slots__ = ("command", "name", "timeout")
+    __slots__ = ("backoff", "before", "command", "name", "retries", "timeout")
 
-    def __init__(self, name: str, command: str, timeout: float) -> None:
+    def __init__(
+        self,
+        name: str,
+        command: str,
+        timeout: float,
+        retries: int = 0,
+        backoff: float = DEFAULT_HOOK_BACKOFF,
+        before: float | None = None,
+    ) -> None:
         self.name = name  # one of HOOK_NAMES
         self.command = command  # run by `sh -c`, with the wait as one JSON line on stdin
         self.timeout = timeout  # seconds before its process group is killed
+        self.retries = retries  # attempts after the first, when one does not end ok
+        self.backoff = backoff  # seconds before the first retry, doubling (retry_delay)
+        self.before = before  # waitDueSoon only: seconds before the deadline
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.name, self.command, self.timeout, self.retries, self.backoff, self.before)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Hook) and (self.name, self.command, self.timeout) == (
-            other.name,
-            other.command,
-            other.timeout,
-        )
+        return isinstance(other, Hook) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.name, self.command, self.timeout))
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        return f"Hook({self.name!r}, {self.command!r}, {self.timeout!r})"
+        return f"Hook({self.name!r}, {self.command!r}, {self.timeout!r}, {self.retries!r}, {self.backoff!r})"
+
+
+def retry_delay(backoff: float, attempt: int) -> float:
+    """Seconds between the end of attempt `attempt` (1-based) and the start of the next (HOOK-018)."""
+    return float(min(backoff * 2 ** (attempt - 1), MAX_BACKOFF_DELAY))
 
 
 class Settings:
@@ -116,6 +139,8 @@ class Settings:
             wanted.add("waitSettled")
             if event.get("outcome") == "timed_out":
                 wanted.add("waitExpired")
+        elif kind == "wait_due_soon":
+            wanted.add("waitDueSoon")
         return [hook for hook in self.hooks if hook.name in wanted]
 
 
@@ -313,19 +338,59 @@ def _hooks(raw: Any) -> tuple[Hook, ...]:
                 'write the shell command to run, such as `command: "sh hooks/notify.sh"`',
             )
         timeout = body.get("timeout", DEFAULT_HOOK_TIMEOUT)
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not 0 < timeout <= MAX_HOOK_TIMEOUT
-        ):
+        timeout = _seconds(timeout, f"{where}.timeout", 0, MAX_HOOK_TIMEOUT)
+        if timeout <= 0:
+            fix = f"write a duration above 0 (default {DEFAULT_HOOK_TIMEOUT})"
+            raise _refuse(f"{where}.timeout", "is 0", fix)
+        retries = body.get("retries", 0)
+        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_HOOK_RETRIES:
             raise _refuse(
-                f"{where}.timeout",
-                f"is {timeout!r}",
-                f"write seconds above 0 and at most {MAX_HOOK_TIMEOUT} (default {DEFAULT_HOOK_TIMEOUT})",
+                f"{where}.retries",
+                f"is {retries!r}",
+                f"write a whole number of attempts after the first, 0 to {MAX_HOOK_RETRIES} (default 0)",
             )
-        hooks.append(Hook(str(name), command, float(timeout)))
+        backoff = _seconds(body.get("backoff", DEFAULT_HOOK_BACKOFF), f"{where}.backoff", 0, MAX_HOOK_BACKOFF)
+        before: float | None = None
+        if name == "waitDueSoon":
+            if "before" not in body:
+                raise _refuse(
+                    f"{where}.before",
+                    "is missing",
+                    "say how long before the deadline it runs, such as `before: 10m`",
+                )
+            before = _seconds(body["before"], f"{where}.before", 0, None)
+            if before == 0:
+                raise _refuse(f"{where}.before", "is 0", "write a duration above 0, such as `before: 10m`")
+        elif "before" in body:
+            raise _refuse(
+                f"{where}.before",
+                "is only a waitDueSoon setting",
+                f"remove it; `before` says when waitDueSoon runs, and {name} runs when the wait "
+                + ("opens" if name == "waitOpened" else "settles"),
+            )
+        hooks.append(Hook(str(name), command, float(timeout), retries, backoff, before))
     hooks.sort(key=lambda hook: HOOK_NAMES.index(hook.name))
     return tuple(hooks)
+
+
+def _seconds(raw: Any, where: str, low: float, high: float | None) -> float:
+    """A duration setting: seconds as a number, or a duration text (domain/durations.py)."""
+    from .durations import EXAMPLES, is_number_text, parse_duration
+
+    fix = f"write seconds or a duration such as {EXAMPLES}" + (
+        f" (at most {high:g} seconds)" if high is not None else ""
+    )
+    value: float | None = None
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        value = float(raw)
+    elif isinstance(raw, str) and not is_number_text(raw.strip()):  # "60" in a file is not a number
+        try:
+            value = float(parse_duration(raw.strip()))
+        except ValueError:
+            value = None
+    if value is None or value != value or value < low or (high is not None and value > high):
+        raise _refuse(where, f"is {raw!r:.40}", fix)
+    return value
 
 
 def _did_you_mean(key: Any, known: tuple[str, ...]) -> str:

@@ -34,6 +34,9 @@ LONGEST_INTEGER = 309  # digits: a longer integer is beyond every finite 64-bit 
 SIGNAL_ID = re.compile(r"^sig_[a-z2-7]{26}$")
 MAX_PAYLOAD_BYTES = 16 * 1024
 MAX_PAYLOAD_DEPTH = 64
+# A delivery ID (WAIT-086): the sender's name for one delivery (a provider's X-GitHub-Delivery, a
+# Slack event_id), kept on the receipt so a replay of it is known by the store. Shown, never secret.
+DELIVERY_ID = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,128}$")
 
 WAIT_TIMEOUT = "wait_timeout"
 Outcome = Literal["received", "timed_out", "cancelled", "rejected"]
@@ -87,7 +90,7 @@ def new_signal_id() -> str:
     return _random_id("sig_")
 
 
-def _given(text: Any) -> tuple[str, str | None]:
+def given_text(text: Any) -> tuple[str, str | None]:
     """How a malformed wait ID is shown back, and kept in the details: never a signal permission's
     token given in its place (ACCESS-063)."""
     if isinstance(text, str) and text.startswith("swp_"):
@@ -97,7 +100,7 @@ def _given(text: Any) -> tuple[str, str | None]:
 
 def check_wait_id(text: str) -> str:
     if not isinstance(text, str) or not WAIT_ID.fullmatch(text):
-        shown, kept = _given(text)
+        shown, kept = given_text(text)
         raise WaitNotFound(
             f"{shown} is not a wait ID (they look like wait_ followed by 26 letters a-z and digits 2-7); "
             "list open waits with: swamp workflow waits",
@@ -106,18 +109,18 @@ def check_wait_id(text: str) -> str:
     return text
 
 
-def check_wait_ref(text: str) -> bool:
-    """Whether `text` is a whole wait ID (True) or a prefix of one (False); anything else is refused
-    with wait_not_found (reason malformed) before any lookup."""
-    if isinstance(text, str) and WAIT_ID.fullmatch(text):
-        return True
-    if isinstance(text, str) and WAIT_PREFIX.fullmatch(text):
-        return False
-    shown, kept = _given(text)
-    raise WaitNotFound(
-        f"{shown} is not a wait ID (wait_ followed by 26 letters a-z and digits 2-7) nor a prefix of one "
-        f"(wait_ and at least {MIN_WAIT_PREFIX} of them); list open waits with: swamp workflow waits",
-        {"waitId": kept, "reason": "malformed"},
+def check_delivery_id(value: Any) -> str | None:
+    """A signal's `deliveryId` (WAIT-086): None, or 1 to 128 of `A-Z a-z 0-9 . _ : @ / + = -`."""
+    if value is None:
+        return None
+    if isinstance(value, str) and DELIVERY_ID.fullmatch(value):
+        return value
+    from .errors import InvalidRequest
+
+    raise InvalidRequest(
+        "deliveryId must be 1 to 128 characters of A-Z a-z 0-9 . _ : @ / + = - (the sender's ID of "
+        "this delivery, such as X-GitHub-Delivery); send it as given, or leave it out",
+        {"field": "deliveryId"},
     )
 
 
@@ -142,6 +145,7 @@ class SignalReceipt:
     override: str | None = None  # an admin answered past the wait's policy, for this reason (ACCESS-021)
     permissionId: str | None = None  # delivered with a signal permission (ACCESS-046) ...
     grantedBy: str | None = None  # ... granted by this account
+    deliveryId: str | None = None  # the sender's ID of this delivery: its replay is known (WAIT-086)
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "id": STR,
@@ -154,6 +158,7 @@ class SignalReceipt:
         "override": optional(STR),
         "permissionId": optional(STR),
         "grantedBy": optional(STR),
+        "deliveryId": optional(STR),
     }
 
     def as_signal(self) -> dict[str, Any]:
@@ -170,7 +175,28 @@ class SignalReceipt:
         if self.permissionId is not None:
             signal["permissionId"] = self.permissionId
             signal["grantedBy"] = self.grantedBy or ""
+        if self.deliveryId is not None:
+            signal["deliveryId"] = self.deliveryId
         return signal
+
+
+@dataclass(slots=True)
+class WaitRejection:
+    """Who rejected a wait, when and why (RUN-032): the record keeps it as a receipt keeps a signal's."""
+
+    by: str
+    at: str
+    onBehalfOf: str | None = None
+    reason: str | None = None
+    override: str | None = None
+
+    FIELDS: ClassVar[dict[str, Reader]] = {
+        "by": STR,
+        "at": STR,
+        "onBehalfOf": optional(STR),
+        "reason": optional(STR),
+        "override": optional(STR),
+    }
 
 
 @dataclass(slots=True)
@@ -184,10 +210,14 @@ class SignalWait:
     description: str | None = None
     receipt: SignalReceipt | None = None
     outcome: str | None = None
+    rejection: WaitRejection | None = None  # with outcome "rejected" (RUN-032)
     # Who may answer, captured from the step's `answerers:` when the wait opened (ACCESS-001), as
     # domain/access.py Policy.to_dict(); None: anyone may.
     answerers: dict[str, Any] | None = None
     permissions: list[Permission] | None = None  # signal permissions granted on it (ACCESS-040..)
+    # When the waitDueSoon hook was started for it (HOOK-022): set once, under the run's claim, so
+    # the hook runs once per wait whichever host enforces deadlines.
+    dueSoonAt: str | None = None
 
     FIELDS: ClassVar[dict[str, Reader]] = {
         "kind": one_of(WAIT_KINDS, "wait kind"),
@@ -199,8 +229,10 @@ class SignalWait:
         "description": optional(STR),
         "receipt": optional(nested(SignalReceipt)),
         "outcome": optional(one_of(OUTCOMES, "wait outcome")),
+        "rejection": optional(nested(WaitRejection)),
         "answerers": optional(read_captured),
         "permissions": optional(lambda value, path: _permissions(value, path)),
+        "dueSoonAt": optional(STR),
     }
 
     @classmethod

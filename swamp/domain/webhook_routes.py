@@ -1,9 +1,10 @@
 """Provider webhook routes: `.swamp.yaml` `gateway.routes.<name>` (GATEWAY-070..089).
 
 A route says how a provider's callback is verified (`verify` and `secret`), which wait it answers
-(`wait`, or `run` and `step`) and what it sends (`payload`). The last three are `${{ }}`
-expressions evaluated by swamp's own CEL evaluator (expressions.py) over two variables: `body`
-(the provider's parsed body) and `headers` (its headers, names in lower case).
+(`wait`, or `run` and `step`), what it sends (`payload`) and how a delivery is named (`delivery`,
+by default the provider's own delivery ID). The last four are `${{ }}` expressions evaluated by
+swamp's own CEL evaluator (expressions.py) over two variables: `body` (the provider's parsed body)
+and `headers` (its headers, names in lower case).
 
 Checked in two steps. `check_routes` is the shape, cheap and without CEL, run with the rest of the
 settings by every command; it refuses a secret written in the file. `load_routes` is run when the
@@ -21,7 +22,7 @@ from .errors import ExpressionError, SettingsInvalid, SwampError
 from .expressions import EXPRESSION, ExpressionEngine, Scope, cel_view, expressions_in
 
 VERIFIERS = ("github", "slack", "hmac-sha256")
-ROUTE_KEYS = ("verify", "secret", "header", "prefix", "wait", "run", "step", "payload", "resume")
+ROUTE_KEYS = ("verify", "secret", "header", "prefix", "wait", "run", "step", "payload", "resume", "delivery")
 SECRET_KEYS = ("env", "file")
 ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")
 VARIABLES = ("body", "headers")
@@ -125,6 +126,14 @@ def _check_route(name: str, route: Any) -> None:
                 f"must be a string, not {_kind(route[key])}",
                 "write an expression such as '${{ body.waitId }}'",
             )
+    delivery = route.get("delivery")
+    named = isinstance(delivery, str) and bool(delivery.strip())
+    if delivery is not None and delivery is not False and not named:
+        raise _refuse(
+            f"{where}.delivery",
+            f"must be an expression or false, not {_kind(delivery)}",
+            "write an expression such as '${{ headers[\'x-request-id\'] }}', or `delivery: false` for none",
+        )
     resume = route.get("resume", True)
     if not isinstance(resume, bool):
         raise _refuse(
@@ -152,7 +161,18 @@ def _check_secret(where: str, secret: Any) -> None:
 class Route:
     """A checked route, its expressions compiled and its secret read (the secret is never shown)."""
 
-    __slots__ = ("_engine", "header", "name", "payload", "prefix", "resume", "secret", "target", "verify")
+    __slots__ = (
+        "_engine",
+        "delivery",
+        "header",
+        "name",
+        "payload",
+        "prefix",
+        "resume",
+        "secret",
+        "target",
+        "verify",
+    )
 
     def __init__(self, name: str, raw: dict[str, Any], secret: bytes, engine: ExpressionEngine) -> None:
         self.name = name
@@ -163,6 +183,8 @@ class Route:
         self.target = {key: raw[key] for key in ("wait", "run", "step") if key in raw}
         self.payload: Any = raw.get("payload", "${{ body }}")
         self.resume: bool = raw.get("resume", True)
+        # An expression; None: the provider's own delivery ID (see delivery_id); False: none.
+        self.delivery: str | bool | None = raw.get("delivery")
         self._engine = engine
 
     def __repr__(self) -> str:
@@ -182,6 +204,34 @@ class Route:
                 )
             found["waitId" if key == "wait" else key] = value
         return found
+
+    def delivery_id(self, body: Any, headers: dict[str, str]) -> str | None:
+        """This delivery's ID (GATEWAY-080), or None when it has none: the route's `delivery`
+        expression, else GitHub's `X-GitHub-Delivery` header or the `event_id` of a Slack Events
+        API body. Null or empty text is none; anything that is not a delivery ID is refused."""
+        if self.delivery is False:
+            return None
+        if isinstance(self.delivery, str):
+            value = self._engine.render_text(self.delivery, HookScope(body, headers))
+        elif self.verify == "github":
+            value = headers.get("x-github-delivery")
+        elif self.verify == "slack" and isinstance(body, dict):
+            value = body.get("event_id")
+        else:
+            return None
+        if value is None or value == "":
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        from .waits import DELIVERY_ID
+
+        if not isinstance(value, str) or not DELIVERY_ID.fullmatch(value):
+            raise ExpressionError(
+                f"route {self.name}: the delivery ID is {_kind(value)} that is not 1 to 128 characters of "
+                "A-Z a-z 0-9 . _ : @ / + = -",
+                {"route": self.name, "key": "delivery"},
+            )
+        return value
 
     def build_payload(self, body: Any, headers: dict[str, str]) -> Any:
         return self._engine.render(self.payload, HookScope(body, headers))
@@ -237,6 +287,8 @@ def _templates(route: dict[str, Any]) -> list[tuple[str, str]]:
                 walk(f"{key}[{index}]", item)
 
     walk("payload", route.get("payload"))
+    if isinstance(route.get("delivery"), str):
+        found.append(("delivery", route["delivery"]))
     return found
 
 

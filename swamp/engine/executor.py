@@ -10,6 +10,7 @@ or a signal wait) lets its siblings finish; then no new level starts and the run
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -83,10 +84,26 @@ class WorkflowExecutor:
         if early is None:
             return False
         with self.lock:
-            applied = early.sweep(self.run, self.services.clock.now())
+            now = self.services.clock.now()
+            open_before = {
+                s.wait.waitId for _, s in self.run.steps() if s.wait is not None and s.wait.outcome is None
+            }
+            applied = early.sweep(self.run, now)
         if applied:
             self._save()
+            self._report_settled(open_before, now)
         return applied
+
+    def _report_settled(self, open_before: set[str], now: Any) -> None:
+        """WATCH-016: each wait that a held signal settled in the sweep, as `wait_settled` (the
+        form a watch streams), so whoever follows the run sees the answer go in."""
+        from ..domain.changes import settled_since
+
+        for job, step in self.run.steps():
+            if step.wait is not None and step.wait.waitId in open_before:
+                event = settled_since(None, job.name, step, now)
+                if event is not None:
+                    self.services.emit(event)
 
     def _parallel(self, items: Sequence[T], cap: int | None, work: Callable[[T], None]) -> None:
         if len(items) == 1 or cap == 1:
@@ -95,7 +112,9 @@ class WorkflowExecutor:
             return
         workers = min(len(items), cap or MAX_THREADS, MAX_THREADS)
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for future in [pool.submit(work, item) for item in items]:
+            # Each worker in a copy of this context: what the request collects (the hooks its
+            # saves start, hooks/report.py) is collected from every worker too.
+            for future in [pool.submit(contextvars.copy_context().run, work, item) for item in items]:
                 future.result()
 
     # -- the run -----------------------------------------------------------------------------

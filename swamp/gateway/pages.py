@@ -123,7 +123,15 @@ def closed_state(link: dict[str, Any]) -> tuple[str, str, str] | None:
 
 
 def continuation_text(result: dict[str, Any]) -> str:
-    """How the run went on after the answer (GATEWAY-030)."""
+    """How the run went on after the answer (GATEWAY-025); through a serve, as serve's
+    --auto-continue did or did not continue it (`autoResume`, GATEWAY-008)."""
+    auto = result.get("autoResume")
+    if isinstance(auto, dict):
+        if auto.get("resumed"):
+            return f"The run continued; it is now {auto.get('runStatus')}."
+        if auto.get("waitIds"):
+            return f"The run waits for {_plural(len(auto['waitIds']), 'other answer')} before it goes on."
+        return "The run stays suspended; it goes on once it is resumed."
     if "continued" not in result:
         return "The run stays suspended until someone resumes it (swamp workflow resume)."
     if result["continued"]:

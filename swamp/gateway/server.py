@@ -97,9 +97,11 @@ class AccessLog:
                 "ms": round((time.monotonic() - started) * 1000, 1),
                 "client": client[0] if client else None,
             }
-            code = (scope.get("state") or {}).get("code")
-            if code is not None:
-                entry["code"] = code
+            state = scope.get("state") or {}
+            if state.get("code") is not None:
+                entry["code"] = state["code"]
+            if state.get("delivery") is not None:  # a webhook's delivery ID (GATEWAY-085): no secret
+                entry["deliveryId"] = state["delivery"]
             write_log(entry)
 
 
@@ -130,6 +132,12 @@ class HeaderLimit:
         await self.app(scope, receive, send)
 
 
+def headers_too_slow(client: str | None) -> None:
+    """A connection closed because its request line and headers were too slow (GATEWAY-096)."""
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    write_log({"at": at, "client": client, "closed": "headers_timeout"})
+
+
 def write_log(entry: dict[str, Any]) -> None:
     try:
         sys.stderr.write(json.dumps(entry, ensure_ascii=False) + "\n")
@@ -148,6 +156,8 @@ class Options:
     resume: bool = True
     rate: float = DEFAULT_RATE
     trusted_proxies: str | None = None  # addresses whose X-Forwarded-For is believed
+    connect: str | None = None  # a serve's socket: ask it, read no repository (GATEWAY-008)
+    config: str | None = None  # with connect: a file holding `gateway:` settings (GATEWAY-016)
 
 
 def setting_public_url(repo_dir: str | None) -> str | None:
@@ -162,11 +172,38 @@ def setting_public_url(repo_dir: str | None) -> str | None:
 
 def _repository(repo_dir: str | None) -> None:
     """The repository the gateway answers for, found before it listens (GATEWAY-007): without one
-    every request would be refused, so the gateway does not start (a store address alone is not
-    enough yet: the core's requests read the repository)."""
+    every request would be refused, so the gateway does not start. A store address alone is not
+    enough: answering a wait reads the repository too (its settings, hooks and workflows), so a
+    gateway without it asks a serve that has it (--connect)."""
     from ..app.context import App
+    from ..domain.errors import RepoNotFound
 
-    App.shared(repo_dir)
+    try:
+        App.shared(repo_dir)
+    except RepoNotFound as exc:
+        where = f"in {repo_dir}" if repo_dir else "in this folder or its parents"
+        raise RepoNotFound(
+            f"No swamp repository {where}, and the gateway answers from one: start it beside the "
+            "repository (or with --repo-dir), or, as an account without it, in front of the swamp "
+            "serve of an account that has it (swamp gateway --connect SOCKET, or SWAMP_CONNECT)",
+            exc.details,
+        ) from None
+
+
+def _through_serve(options: Options) -> tuple[str | None, dict[str, Any] | None, str | None]:
+    """With --connect: the public URL and webhook routes of --config, if given (GATEWAY-016);
+    the gateway reads no repository (GATEWAY-008)."""
+    if options.repo_dir:
+        raise UsageError(
+            "--repo-dir names a repository on this machine; with --connect the gateway asks the serve, "
+            "which answers from its own: leave out one of them",
+            {},
+        )
+    if options.config is None:
+        return None, None, None
+    from .config_file import read_config
+
+    return read_config(options.config)
 
 
 def _server_class() -> type:
@@ -200,6 +237,7 @@ def serve(options: Options) -> int:
 
     from ..domain.settings import SettingsInvalid, public_url
     from .app import build_app
+    from .connections import protocol_class
     from .limits import Limits
 
     if (options.certfile is None) != (options.keyfile is None):
@@ -212,16 +250,37 @@ def serve(options: Options) -> int:
             raise UsageError(
                 exc.message.replace(".swamp.yaml: ", ""), {"publicUrl": options.public_url}
             ) from None
-    else:
-        url = setting_public_url(options.repo_dir)
     host, port = parse_listen(options.listen)
-    _repository(options.repo_dir)
+    if options.connect is not None:
+        from .through_serve import ThroughServe
+
+        config_url, routes, routes_dir = _through_serve(options)
+        # No `resume` through a serve: it refuses one from another account (ACCESS-075); its
+        # --auto-continue continues the run (GATEWAY-008).
+        gateway = Gateway(
+            repo_dir=None,
+            public_url=url or config_url,
+            resume=False,
+            limits=Limits.make(options.rate),
+            serve=ThroughServe(options.connect, write_log),
+            routes=routes,
+            routes_dir=routes_dir,
+        )
+    else:
+        if options.config is not None:
+            raise UsageError(
+                "--config goes with --connect: beside a repository the gateway reads its settings from "
+                ".swamp.yaml (gateway.publicUrl, gateway.routes)",
+                {},
+            )
+        url = url or setting_public_url(options.repo_dir)
+        _repository(options.repo_dir)
+        gateway = Gateway(
+            repo_dir=options.repo_dir, public_url=url, resume=options.resume, limits=Limits.make(options.rate)
+        )
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
-    gateway = Gateway(
-        repo_dir=options.repo_dir, public_url=url, resume=options.resume, limits=Limits.make(options.rate)
-    )
     config = uvicorn.Config(
         AccessLog(HeaderLimit(build_app(gateway))),
         log_level="warning",
@@ -236,7 +295,7 @@ def serve(options: Options) -> int:
         backlog=BACKLOG,
         ssl_certfile=options.certfile,
         ssl_keyfile=options.keyfile,
-        http="h11",
+        http=protocol_class(closed=headers_too_slow),  # h11, the headers' time bounded (GATEWAY-095)
         timeout_graceful_shutdown=10,
     )
     try:

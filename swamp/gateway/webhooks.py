@@ -5,11 +5,14 @@ delivery's signature over the raw body before anything else is read from it, fin
 builds the payload with its expressions, and signals through the request table (`workflow.signal`)
 as the gateway's own account, so the core's rules, refusal codes and audit entries apply unchanged.
 
-A replayed delivery is recognised by the store, not by memory: a wait takes one signal, and the
-core's `wait_settled` refusal carries the receipt and whether the payload is the one it received
-(`samePayload`). The same payload to the same wait is the first delivery again (a provider's retry
-or a replay), answered with the first receipt and nothing signalled; so it holds across restarts
-and across several gateways on one store.
+A replayed delivery is recognised by the store, not by memory: a wait takes one signal, the
+delivery's ID (the route's `delivery`, by default the provider's own) travels with it and is kept on
+the receipt, and the core's `wait_settled` refusal says whether a later signal is that same
+delivery (`sameDelivery`, WAIT-087). The same delivery again (a provider's retry, a replay) is
+answered with the first receipt and nothing signalled, whatever its payload would give now; another
+delivery is refused. A delivery without an ID falls back on the payload: the same payload to the
+same wait is the first delivery again (`samePayload`). Either way it holds across restarts and
+across several gateways on one store.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def error_response(error: SwampError) -> Response:
 
 
 def routes(gateway: Gateway) -> list[BaseRoute]:
-    table = load_routes(_route_settings(gateway), gateway.repo_dir)
+    table = load_routes(_route_settings(gateway), gateway.routes_dir or gateway.repo_dir)
 
     async def receive(request: Request) -> Response:
         from .api import client_of, note, too_many
@@ -62,7 +65,9 @@ def routes(gateway: Gateway) -> list[BaseRoute]:
 
 def _route_settings(gateway: Gateway) -> dict[str, Any] | None:
     """The repository's `gateway.routes` (none without a repository: a store URL alone has no
-    settings file)."""
+    settings file), or with --connect those of --config (GATEWAY-016)."""
+    if gateway.serve is not None:
+        return gateway.routes
     from ..domain.errors import RepoNotFound
     from ..store.repo import find_repo
     from ..store.settings import load_settings
@@ -97,6 +102,15 @@ async def deliver(gateway: Gateway, table: dict[str, HookRoute], request: Reques
         # Slack's Events API checks a new Request URL with this signed handshake: echo it, deliver nothing.
         return {"challenge": document.get("challenge")}
     try:
+        delivery = route.delivery_id(document, headers)
+    except ExpressionError as exc:
+        raise ExpressionError(
+            f"Webhook route {name}: {exc}; nothing was delivered. Check the route's `delivery`",
+            {"route": name, "key": "delivery", **(exc.details or {})},
+        ) from None
+    if delivery is not None:
+        request.state.delivery = delivery  # the access log names it (GATEWAY-085)
+    try:
         address = route.address(document, headers)
         payload = route.build_payload(document, headers)
     except ExpressionError as exc:
@@ -104,11 +118,13 @@ async def deliver(gateway: Gateway, table: dict[str, HookRoute], request: Reques
             f"Webhook route {name}: {exc}; this delivery does not name a wait the route can answer",
             {"route": name, **(exc.details or {})},
         ) from None
+    signal = {**address, "payload": payload, "resume": route.resume and gateway.resume}
+    if delivery is not None:
+        signal["deliveryId"] = delivery
     try:
-        resume = route.resume and gateway.resume
-        result = await gateway.ask("workflow.signal", {**address, "payload": payload, "resume": resume})
+        result = await gateway.ask("workflow.signal", signal)
     except SwampError as error:
-        replay = _replayed(error)
+        replay = _replayed(error, delivery)
         if replay is None:
             raise
         return {"route": name, "replayed": True, **replay}
@@ -120,10 +136,12 @@ async def deliver(gateway: Gateway, table: dict[str, HookRoute], request: Reques
     return {"route": name, "replayed": False, **answer}
 
 
-def _replayed(error: SwampError) -> dict[str, Any] | None:
-    """The first receipt, when the refusal says this very payload was already taken by the wait."""
+def _replayed(error: SwampError, delivery: str | None) -> dict[str, Any] | None:
+    """The first receipt, when the refusal says the wait already took this very delivery: the
+    delivery with this ID (GATEWAY-083), or, for a delivery without one, this payload (GATEWAY-079)."""
     details = error.details or {}
-    if not details.get("samePayload"):
+    same = details.get("sameDelivery") if delivery is not None else details.get("samePayload")
+    if not same:
         return None
     if error.code == "wait_settled" and isinstance(details.get("receipt"), dict):
         return {"waitId": details["waitId"], "signal": details["receipt"]}

@@ -37,12 +37,19 @@ def spool_dir(layout: RepoLayout) -> Path:
 
 
 def launch(layout: RepoLayout, jobs: list[dict[str, Any]]) -> None:
-    """Queue `jobs` and start up to one supervisor per job while slots are free."""
+    """Queue `jobs` and start up to one supervisor per job while slots are free. When a request
+    is collecting (report.py), each job's first attempt is reported back to it."""
+    from .report import COLLECTOR
+
     spool = spool_dir(layout)
     queue = spool / "queue"
     refuse_links(str(layout.root), str(queue))
+    collector = COLLECTOR.get()
     for job in jobs:
-        name = f"{time.time_ns():020d}-{os.getpid()}-{next(_sequence):06d}.json"
+        name = job_name(time.time_ns())
+        if collector is not None:
+            job = {**job, "report": name}
+            collector.append((spool, name))
         write_replace(queue / name, json.dumps(job, ensure_ascii=False).encode("utf-8"))
     _reap()
     started = 0
@@ -57,6 +64,12 @@ def launch(layout: RepoLayout, jobs: list[dict[str, Any]]) -> None:
             started += 1
         finally:
             os.close(fd)  # the supervisor holds the slot through its own copy
+
+
+def job_name(due_ns: int) -> str:
+    """A job file's name: the time it may start (ns since the epoch) first, so the queue sorts by
+    it and a supervisor takes what is due, oldest first (a retry waits its turn, HOOK-018)."""
+    return f"{due_ns:020d}-{os.getpid()}-{next(_sequence):06d}.json"
 
 
 def take_slot(spool: Path, slot: int) -> int | None:

@@ -8,8 +8,11 @@ in a process group (and, where the machine offers one, a cgroup: contain.py) of 
 killed (TERM, then KILL after KILL_GRACE seconds) past the job's timeout, and killed (KILL) as
 soon as its shell exits, so nothing it started outlives it (HOOK-010, HOOK-014, HOOK-015). Its
 outcome, with the last STDERR_TAIL bytes of its stderr, is appended to the run's audit trail
-(HOOK-011). A job taken and lost to a crash of this process is not retried:
-hooks notify, they do not carry state.
+(HOOK-011). An attempt that does not end `ok` is queued again, due after its backoff, while the
+hook has retries left (HOOK-018): the job file's name starts with the time it is due, and a
+supervisor that sees only jobs not yet due stays, holding its slot, until the first is. The first
+attempt of a job a request is waiting for is reported back to it (report.py, HOOK-016). A job
+taken and lost to a crash of this process is not run again: hooks notify, they do not carry state.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..domain.settings import retry_delay
 from ..store.files import read_file
 from . import MAX_RUNNING
 from .contain import Cage
@@ -32,15 +36,23 @@ from .contain import Cage
 STDERR_TAIL = 2048  # bytes of a hook's stderr kept in its audit entry
 KILL_GRACE = 2.0  # seconds between TERM and KILL of a hook past its timeout
 READ_GRACE = 0.5  # seconds to finish reading stderr once the hook's shell has exited
+RETRY_POLL = 0.5  # seconds between looks at the queue while only retries not yet due are in it
 
 
 def main(argv: list[str]) -> int:
     root, spool, slot_fd = Path(argv[0]), Path(argv[1]), int(argv[2])
     queue = spool / "queue"
+    from .report import remove_stale
+
+    remove_stale(spool)
     while True:
         job = take_job(queue)
         if job is not None:
-            run_job(root, job)
+            run_job(root, job, spool)
+            continue
+        due_in = _next_due(queue)
+        if due_in is not None:  # a retry waits for its time; a job queued meanwhile is seen here
+            time.sleep(min(due_in, RETRY_POLL))
             continue
         # Give the slot up, then look again: a job queued while this slot was held (every slot
         # busy, so no supervisor was started for it) is seen here.
@@ -65,9 +77,27 @@ def _queued(queue: Path) -> list[str]:
         return []
 
 
+def _due_ns(name: str) -> int:
+    try:
+        return int(name.split("-", 1)[0])
+    except ValueError:
+        return 0
+
+
+def _next_due(queue: Path) -> float | None:
+    """Seconds until the first queued job is due; None when the queue is empty."""
+    names = _queued(queue)
+    if not names:
+        return None
+    return max(0.0, (_due_ns(names[0]) - time.time_ns()) / 1e9)
+
+
 def take_job(queue: Path) -> dict[str, Any] | None:
-    """The oldest job in the queue, now this process's to run; None when the queue is empty."""
+    """The oldest due job in the queue, now this process's to run; None when none is due."""
+    now = time.time_ns()
     for name in _queued(queue):
+        if _due_ns(name) > now:
+            return None  # sorted by due time: nothing after it is due either
         path = queue / name
         try:
             data = read_file(path)
@@ -83,9 +113,12 @@ def take_job(queue: Path) -> dict[str, Any] | None:
     return None
 
 
-def run_job(root: Path, job: dict[str, Any]) -> dict[str, Any]:
-    """Run one hook and append its outcome to the run's audit trail; returns the entry."""
+def run_job(root: Path, job: dict[str, Any], spool: Path | None = None) -> dict[str, Any]:
+    """Run one attempt of a hook, queue the next when it did not end ok and retries are left,
+    append its outcome to the run's audit trail and report it; returns the entry."""
     started = time.monotonic()
+    attempt = _int(job.get("attempt"), 1)
+    attempts = 1 + _int(job.get("retries"), 0)
     entry: dict[str, Any] = {
         "action": "hook",
         "hook": str(job.get("hook")),
@@ -109,8 +142,55 @@ def run_job(root: Path, job: dict[str, Any]) -> dict[str, Any]:
         if cage is not None:
             cage.remove()
     entry["durationMs"] = int((time.monotonic() - started) * 1000)
-    _audit(root, job, entry)
+    entry["attempt"] = attempt
+    entry["attempts"] = attempts
+    at = _now()
+    if entry["code"] != "ok" and attempt < attempts and spool is not None:
+        delay = retry_delay(float(job.get("backoff", 0) or 0), attempt)
+        entry["retryAt"] = _iso(at + dt.timedelta(seconds=delay))
+        _requeue(spool, {k: v for k, v in job.items() if k != "report"} | {"attempt": attempt + 1}, delay)
+    _audit(root, job, entry, at)
+    if spool is not None and job.get("report") and attempt == 1:
+        _report(spool, str(job["report"]), job, entry)
     return entry
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+def _requeue(spool: Path, job: dict[str, Any], delay: float) -> None:
+    """The next attempt, due `delay` seconds from now (HOOK-018). Lost if this fails: nowhere to
+    say so but the audit entry's retryAt, which then names an attempt that never comes."""
+    from ..store.files import write_replace
+    from .launch import job_name
+
+    with contextlib.suppress(OSError):
+        name = job_name(time.time_ns() + int(delay * 1e9))
+        write_replace(spool / "queue" / name, json.dumps(job, ensure_ascii=False).encode("utf-8"))
+
+
+def _report(spool: Path, name: str, job: dict[str, Any], entry: dict[str, Any]) -> None:
+    """The first attempt's outcome, for the request that is waiting for it (report.py)."""
+    from ..store.files import write_replace
+    from .report import report_path
+
+    document = {**entry, "event": job.get("event"), "runId": job.get("runId")}
+    with contextlib.suppress(OSError):
+        write_replace(report_path(spool, name), json.dumps(document, ensure_ascii=False).encode("utf-8"))
+
+
+def _now() -> dt.datetime:
+    from ..store.clock import SystemClock
+
+    try:
+        return SystemClock().now()
+    except Exception:  # a bad SWAMP_NOW: the run's command already said so
+        return dt.datetime.now(dt.UTC)
+
+
+def _iso(at: dt.datetime) -> str:
+    return at.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _start(
@@ -191,7 +271,7 @@ def _kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _audit(root: Path, job: dict[str, Any], entry: dict[str, Any]) -> None:
+def _audit(root: Path, job: dict[str, Any], entry: dict[str, Any], now: dt.datetime) -> None:
     """Append the hook's outcome to its run's audit trail, through the repository's store (the
     environment, SWAMP_STORE_URL included, is the one the run's command had). The run is read
     through the store first: a run or repository removed meanwhile (or a store that cannot be
@@ -199,18 +279,13 @@ def _audit(root: Path, job: dict[str, Any], entry: dict[str, Any]) -> None:
     created. Nowhere to say it if this fails: stderr is /dev/null (the run's terminal is not ours)."""
     from ..domain.errors import SwampError
     from ..store.choose import open_store
-    from ..store.clock import SystemClock, current_user
+    from ..store.clock import current_user
     from ..store.repo import find_repo
     from ..store.settings import load_settings
 
-    try:
-        now = SystemClock().now()
-    except Exception:  # a bad SWAMP_NOW: the run's command already said so
-        now = dt.datetime.now(dt.UTC)
-    at = now.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     if not job.get("audit"):
         return
-    line = {"at": at, "by": current_user(), **entry}
+    line = {"at": _iso(now), "by": current_user(), **entry}
     with contextlib.suppress(SwampError, OSError):
         layout = find_repo(str(root))
         runs = open_store(layout, load_settings(layout)).runs(None)

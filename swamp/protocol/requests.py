@@ -227,6 +227,7 @@ def _workflow_signal(payload: dict[str, Any], emit: Emit, actor: Actor | None) -
         emit=emit,
         override=payload.get("override"),
         token=payload.get("token"),
+        delivery_id=payload.get("deliveryId"),
     )
 
 
@@ -351,17 +352,14 @@ def _events_subscribe(payload: dict[str, Any], emit: Emit, actor: Actor | None) 
 
 
 def parse_duration(text: str) -> float:
-    """90, 90s, 30m, 2h, 1d, 1h30m -> seconds."""
-    import re
+    """A duration of a request (domain/durations.py: 90, 90s, 10m, 1h30m, 2d, PT10M) in seconds,
+    or invalid_request."""
+    from ..domain.durations import parse_duration as seconds
 
-    cleaned = text.strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", cleaned):
-        return float(cleaned)
-    parts = re.findall(r"(\d+(?:\.\d+)?)([smhdw])", cleaned)
-    if not parts or "".join(n + u for n, u in parts) != cleaned:
-        raise InvalidRequest(f"{text!r} is not a duration such as 90s, 30m, 2h or 1d", {"duration": text})
-    scale = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-    return sum(float(n) * scale[u] for n, u in parts)
+    try:
+        return seconds(text)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc), {"duration": text}) from None
 
 
 def _model_list(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
@@ -466,7 +464,31 @@ def handle(name: str, payload: Any, emit: Emit | None = None, actor: Actor | Non
     or `--jsonl` acts; serve passes a socket peer's account)."""
     request_type = lookup(name)
     checked = check_payload(request_type, payload)
+    from ..hooks.report import collecting
+
     try:
-        return request_type.handler(checked, emit or (lambda event: None), actor)
+        with collecting() as started:
+            result = request_type.handler(checked, emit or (lambda event: None), actor)
     except OSError as exc:  # the store names what it could not do; anything it missed lands here
         raise StorageError.from_os_error(exc) from None
+    if started:  # HOOK-016: a hook it started that failed at once is said in its answer
+        from ..hooks.report import await_reports
+
+        warnings = await_reports(started)
+        if warnings:
+            result = {**result, "hookWarnings": [hook_warning(entry) for entry in warnings]}
+    return result
+
+
+def hook_warning(entry: dict[str, Any]) -> dict[str, Any]:
+    """One `hookWarnings` item (HOOK-016): a hook's first attempt that did not end ok."""
+    warning = {
+        key: entry.get(key)
+        for key in ("hook", "event", "waitId", "runId", "code", "exitCode", "timedOut", "attempt", "attempts")
+    }
+    warning["retryAt"] = entry.get("retryAt")
+    for key in ("error", "stderr"):
+        if entry.get(key):
+            warning[key] = entry[key]
+    warning["next"] = f"swamp workflow wait show {entry.get('waitId')}"
+    return warning

@@ -111,6 +111,22 @@ def enforce_deadlines(server: Server) -> None:
                     follower.consider(expiry.workflow_id, expiry.run_id)  # SERVE-026
         except SwampError as exc:
             log(f"deadline check: {exc.message}")
+        due_soon_hooks(server)
+
+
+def due_soon_hooks(server: Server) -> None:
+    """The waitDueSoon hook of each wait near its deadline, once per wait (HOOK-022)."""
+    from ..app.context import App
+    from ..app.deadlines import start_due_soon_hooks
+
+    try:
+        for due in start_due_soon_hooks(App.open(server.options.repo_dir)):
+            if due.error is not None:
+                server.log(f"due-soon check of run {due.run_id}: {due.error}")
+            else:
+                server.log(f"run {due.run_id}: waitDueSoon hook started for {due.wait_id}")
+    except SwampError as exc:
+        server.log(f"due-soon check: {exc.message}")
 
 
 def run_server(options: ServeOptions) -> int:
@@ -124,6 +140,12 @@ def run_server(options: ServeOptions) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    # Before serve can be reached: from its first answer on, every command sees what it does.
+    from ..app.announcements import AUTO_CONTINUE, ENFORCER
+    from .serve_announce import hold_announcements
+
+    doing = [AUTO_CONTINUE] * options.auto_continue + [ENFORCER] * options.enforce_deadlines
+    hold_announcements(options.repo_dir, doing, server.shutting_down, server.log)
     if options.socket_path:
         server.sockets.listen(options.socket_path, options.socket_group, options.socket_any)
     if server.follower is not None:

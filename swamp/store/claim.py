@@ -40,6 +40,7 @@ try:
         return True
 
 except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
 
     def _try_lock(handle: Any) -> bool:
         import portalocker
@@ -157,3 +158,51 @@ def is_held(layout: RepoLayout, run_id: str) -> bool:
         probe.release()
         return False
     return True
+
+
+class Announcement:
+    """A shared flock on locks/<name>.lock held for the life of a process, to say to every other
+    process of the repository that it is alive and doing something (a serve enforcing deadlines:
+    locks/deadlines.lock, SERVE-047). Any number of processes hold it at once; the OS lets go of
+    it when the holder dies, so a crashed serve is never announced."""
+
+    def __init__(self, layout: RepoLayout, name: str):
+        self._claim = RunClaim(layout, name)
+        self._handle: Any = None
+
+    def hold(self) -> Announcement:
+        handle = self._claim._open()
+        if fcntl is None:  # pragma: no cover - not POSIX
+            raise StorageError("announcing a serve needs flock(2)", {})
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+        self._handle = handle
+        return self
+
+    def renew(self) -> None:
+        """Nothing to do: a flock lasts as long as its descriptor."""
+
+    def release(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.close()
+
+
+def announced(layout: RepoLayout, name: str) -> bool:
+    """Whether a live process holds locks/<name>.lock (shared or not). Read-only: the file is
+    neither created nor written, so an account that may only read the repository can ask."""
+    path = f"{layout.locks_dir}/{name}.lock"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False  # never announced here (or not readable: nothing to go on)
+    try:
+        if fcntl is None:  # pragma: no cover - not POSIX
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)

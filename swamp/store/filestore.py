@@ -41,6 +41,16 @@ class FileStore:
 
         return is_held(self.layout, run_id)
 
+    def announce(self, name: str) -> Any:
+        from .claim import Announcement
+
+        return Announcement(self.layout, name).hold()
+
+    def announced(self, name: str) -> bool:
+        from .claim import announced
+
+        return announced(self.layout, name)
+
     def held(self) -> HeldStore:
         from .held import HeldStore
 

@@ -83,6 +83,10 @@ def init_repo(directory: Path) -> tuple[RepoLayout, bool]:
         folder.mkdir(parents=True, exist_ok=True)
     if created:
         layout.marker.write_text("# swamp repository\nversion: 1\n", encoding="utf-8")
+        if not layout.runs_dir.exists():  # no run yet: the open index is complete when empty
+            from .openindex import start_empty
+
+            start_empty(str(layout.datastore))
     return layout, created
 
 

@@ -12,15 +12,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..domain.activeruns import ACTIVE, active_entry
 from ..domain.changes import run_state
-from ..domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
+from ..domain.errors import RunNotFound, RunUnreadable, StorageError, SwampError
 from ..domain.instants import parse_iso
 from ..domain.run import WorkflowRun
 from ..domain.runref import check_run_ref, is_run_id
 from .files import append_line, read_file, refuse_links, write_atomic, write_record, write_replace
+from .openindex import note_saved
 from .repo import RepoLayout
 
 if TYPE_CHECKING:
     from ..app.ports import OnChange
+    from ..domain.prefixes import Candidate
 
 T = TypeVar("T")
 ENTRY_KEYS = frozenset({"runId", "workflowId", "workflowName", "status", "inputsSha256", "nextDeadline"})
@@ -53,6 +55,8 @@ class RunRepository:
         self._built_stamp = layout.datastore / "index" / "active.built"
         self._waits_dir = layout.datastore / "waits"
         self._root_prefix = str(layout.root) + "/"
+        self._datastore = str(layout.datastore)
+        self._index_dir = f"{self._datastore}/index"
         # Hot paths join plain strings: a pathlib join and its str() cost more than the rest of a read.
         self._runs_prefix = str(layout.runs_dir) + "/"
         self._waits_prefix = str(self._waits_dir) + "/"
@@ -116,6 +120,7 @@ class RunRepository:
         active = run.status in ACTIVE
         try:
             self._no_links(os.path.dirname(path))
+            self._no_links(self._index_dir)  # the open index is appended to after the record
             if os.path.islink(self._audit_file(run)):  # the trail is appended after the save
                 raise OSError(errno.ELOOP, "is a symbolic link", self._audit_file(run))
             if not (settled_only and active):
@@ -125,6 +130,7 @@ class RunRepository:
             write_record(path, data + b"\n", final=not active)
             if not active:
                 self._unmark_active(run.id)
+            note_saved(self._datastore, run, path)  # what completion offers (store/openindex.py)
         except OSError as exc:
             shown = self._shown(exc.filename if isinstance(exc.filename, str) else path)
             error = StorageError.from_os_error(exc, "write")
@@ -502,9 +508,18 @@ class RunRepository:
                 {"run": run_id_or_prefix},
             )
         if len(matches) > 1:
-            ids = sorted(p.stem for p in matches)
-            raise RunAmbiguous(
-                f"'{run_id_or_prefix}' matches {len(ids)} runs; give more of the run ID",
-                {"run": run_id_or_prefix, "runIds": ids},
+            from ..domain.prefixes import SHOWN, ambiguous_run
+
+            matches.sort(key=lambda p: p.stem)
+            raise ambiguous_run(
+                run_id_or_prefix, [self._candidate(p) for p in matches[:SHOWN]], [p.stem for p in matches]
             )
         return self.load_path(matches[0])
+
+    def _candidate(self, path: Path) -> Candidate:
+        from ..domain.prefixes import Candidate, run_candidate
+
+        try:
+            return run_candidate(self.load_path(path))
+        except SwampError:
+            return Candidate(path.stem, None, "unreadable")

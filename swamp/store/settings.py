@@ -88,13 +88,20 @@ def _parse(data: bytes) -> Any:
         ) from None
 
 
+def _hook_document(hook: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"command": hook.command, "timeout": hook.timeout}
+    if hook.retries:
+        body.update(retries=hook.retries, backoff=hook.backoff)
+    if hook.before is not None:
+        body["before"] = hook.before
+    return body
+
+
 def settings_document(settings: Settings) -> dict[str, Any]:
     """The settings as the document parse_settings reads back."""
     doc: dict[str, Any] = {"version": settings.version}
     if settings.hooks:
-        doc["hooks"] = {
-            hook.name: {"command": hook.command, "timeout": hook.timeout} for hook in settings.hooks
-        }
+        doc["hooks"] = {hook.name: _hook_document(hook) for hook in settings.hooks}
     if settings.store is not None:
         doc["store"] = settings.store
     if settings.admins.describe():

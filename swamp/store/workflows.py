@@ -26,6 +26,11 @@ class BrokenWorkflow:
     error: WorkflowInvalid
 
 
+def _renamed(shown: str) -> str:
+    folder, _, name = shown.rpartition("/")
+    return f"{folder}/workflow-{name}" if folder else f"workflow-{name}"
+
+
 class WorkflowRepository:
     def __init__(self, layout: RepoLayout):
         self.layout = layout
@@ -38,9 +43,8 @@ class WorkflowRepository:
         try:
             raw = load_yaml(path.read_text(encoding="utf-8"))
         except (YamlError, UnicodeDecodeError) as exc:
-            raise WorkflowInvalid(
-                f"{shown} is not valid YAML: {exc}", {"path": shown, "problems": [str(exc)]}
-            ) from None
+            message = f"{shown} is not valid YAML: {exc}"  # the file, then `line L, column C: ...`
+            raise WorkflowInvalid(message, {"path": shown, "problems": [message]}) from None
         return LoadedWorkflow(parse_workflow(raw, shown), path, raw)
 
     def files(self) -> list[Path]:
@@ -79,10 +83,30 @@ class WorkflowRepository:
             if bad.path.stem == f"workflow-{name_or_id}":
                 raise bad.error
         known = ", ".join(sorted(i.workflow.name for i in loaded)) or "none"
+        misnamed = self.misnamed()
+        hint = ""
+        if len(misnamed) == 1:
+            hint = (
+                f" Workflow files must be named workflows/workflow-<name>.yaml, so {misnamed[0]} is not read:"
+                f" rename it to {_renamed(misnamed[0])}."
+            )
+        elif misnamed:
+            hint = (
+                " Workflow files must be named workflows/workflow-<name>.yaml, so these are not read:"
+                f" {', '.join(misnamed)}; rename each to workflows/workflow-<its name>.yaml."
+            )
         raise WorkflowNotFound(
-            f"Workflow '{name_or_id}' not found (known: {known}). List them with: swamp workflow list",
-            {"workflow": name_or_id},
+            f"Workflow '{name_or_id}' not found (known: {known}).{hint} List them with: swamp workflow list",
+            {"workflow": name_or_id, **({"misnamed": misnamed} if misnamed else {})},
         )
+
+    def misnamed(self) -> list[str]:
+        """YAML files in workflows/ that are not read because their name lacks `workflow-` (WF-043)."""
+        folder = self.layout.workflows_dir
+        if not folder.is_dir():
+            return []
+        found = [p for pattern in ("*.yaml", "*.yml") for p in folder.glob(pattern) if p.is_file()]
+        return sorted(self._relative(p) for p in found if not p.name.startswith("workflow-"))
 
     def create(self, name: str, text: str) -> Path:
         path = self.layout.workflow_file(name)

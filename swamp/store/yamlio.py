@@ -123,6 +123,29 @@ class _StrictLoader(_Base):  # type: ignore[misc,valid-type,unused-ignore]
         return yaml.constructor.BaseConstructor.construct_mapping(self, node, deep)
 
 
+def _in_words(exc: yaml.YAMLError) -> str:
+    """A PyYAML error as `line L, column C: what is wrong` (1-based, where PyYAML says where),
+    the commonest cause of `mapping values are not allowed` spelled out with its fix (WF-044)."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return str(exc).replace("\n", " ")
+    mark = exc.problem_mark or exc.context_mark
+    problem = (exc.problem or exc.context or "not valid YAML").strip()
+    if problem.startswith("mapping values are not allowed"):
+        problem = (
+            "': ' inside a plain (unquoted) value starts a mapping there; quote the whole value"
+            " ('...', with each ' in it doubled) or write it as a block scalar: `key: |` with the text"
+            " on the next lines, indented"
+        )
+    elif "found character '\\t'" in problem or "found character '\t'" in problem:
+        problem = "a tab character: YAML indents with spaces only"
+    elif exc.context and exc.problem and exc.context_mark is not None:
+        context = exc.context_mark
+        problem = f"{problem} ({exc.context} at line {context.line + 1}, column {context.column + 1})"
+    if mark is None:
+        return problem
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+
+
 def load_yaml(text: str) -> Any:
     aliases = _alias_count(text) if "*" in text else 0
     if aliases > MAX_ALIASES:
@@ -134,7 +157,7 @@ def load_yaml(text: str) -> Any:
                 f"the YAML aliases expand to more than {MAX_NODES} values; expand them in the file"
             )
     except yaml.YAMLError as exc:
-        raise YamlError(str(exc).replace("\n", " ")) from None
+        raise YamlError(_in_words(exc)) from None
     except RecursionError:
         raise YamlError("the YAML is nested too deeply; flatten it") from None
     return value

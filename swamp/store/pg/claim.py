@@ -126,3 +126,44 @@ class PgClaim:
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+class PgAnnouncement:
+    """A shared session advisory lock on `<schema>:<name>`, held on a connection of its own for the
+    life of a process (a serve enforcing deadlines, SERVE-047): any number of hosts hold it at
+    once, and PostgreSQL lets go of it when the holder's session ends, so a host that died is
+    never announced. `renew` takes it again on a new connection after the old one broke."""
+
+    def __init__(self, db: Database, name: str):
+        self.db = db
+        self.name = name
+        self._conn: Any = None
+
+    def hold(self) -> PgAnnouncement:
+        conn = self.db.connect()
+        with self.db.errors("announce a serve in"):
+            conn.execute(
+                "SELECT set_config('application_name', %s, false), pg_advisory_lock_shared(" + _KEY + ")",
+                (
+                    f"swamp serve {self.name} pid {os.getpid()}@{socket.gethostname()}"[:63],
+                    _lock_name(self.db, self.name),
+                ),
+            )
+        self._conn = conn
+        return self
+
+    def renew(self) -> None:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            self.release()
+            self.hold()
+
+    def release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):  # unlocked first: a closed session ends a moment later
+                conn.execute(
+                    "SELECT pg_advisory_unlock_shared(" + _KEY + ")", (_lock_name(self.db, self.name),)
+                )
+            with contextlib.suppress(Exception):
+                conn.close()

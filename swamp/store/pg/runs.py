@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ...domain.activeruns import ACTIVE, active_entry
 from ...domain.changes import run_state
-from ...domain.errors import RunAmbiguous, RunNotFound, RunUnreadable, StorageError
+from ...domain.errors import RunNotFound, RunUnreadable, StorageError, SwampError
 from ...domain.run import WorkflowRun
 from ...domain.runref import check_run_ref
+from ..openindex import drop_cache
 from .connection import Database
 
 if TYPE_CHECKING:
     from ...app.ports import OnChange
+    from ...domain.prefixes import Candidate
 
 _ACTIVE = "status IN (" + ", ".join(f"'{status}'" for status in sorted(ACTIVE)) + ")"
 _UPSERT = (
@@ -53,9 +56,10 @@ def text_array(values: list[str]) -> str:
 
 
 class PgRunRepository:
-    def __init__(self, db: Database, on_change: OnChange | None = None):
+    def __init__(self, db: Database, on_change: OnChange | None = None, datastore: str | None = None):
         self.db = db
         self.on_change = on_change
+        self.datastore = datastore  # the repository's .swamp, where completion's cache lives
 
     # -- where ------------------------------------------------------------------------------------
 
@@ -98,6 +102,8 @@ class PgRunRepository:
         self._refuse_nul(run, row, waits)
         channel = self.db.channel("saved")
         with self.db.transaction() as conn:
+            if self.datastore is not None:  # completion's copy of what is open: out of date
+                self.after_commit(partial(drop_cache, self.datastore))
             conn.execute(_UPSERT, row)
             if waits:
                 conn.execute(
@@ -202,12 +208,19 @@ class PgRunRepository:
                 {"run": run_id_or_prefix},
             )
         if len(rows) > 1:
+            from ...domain.prefixes import SHOWN, ambiguous_run
+
             ids = sorted(r[0] for r in rows)
-            raise RunAmbiguous(
-                f"'{run_id_or_prefix}' matches {len(ids)} runs; give more of the run ID",
-                {"run": run_id_or_prefix, "runIds": ids},
-            )
+            raise ambiguous_run(run_id_or_prefix, [self._candidate(r[0], r[1]) for r in rows[:SHOWN]], ids)
         return self._parse(rows[0][0], rows[0][1])
+
+    def _candidate(self, run_id: str, record: Any) -> Candidate:
+        from ...domain.prefixes import Candidate, run_candidate
+
+        try:
+            return run_candidate(self._parse(run_id, record))
+        except SwampError:
+            return Candidate(run_id, None, "unreadable")
 
     def wait_home(self, wait_id: str) -> tuple[str, str] | None:
         rows = self.db.execute("SELECT workflow_id, run_id FROM waits WHERE wait_id = %s", (wait_id,))

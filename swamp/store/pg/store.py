@@ -73,7 +73,8 @@ class PgStore:
     def runs(self, on_change: OnChange | None) -> PgRunRepository:
         from .runs import PgRunRepository
 
-        return PgRunRepository(self.db, on_change=on_change)
+        datastore = str(self.layout.datastore) if self.layout is not None else None
+        return PgRunRepository(self.db, on_change=on_change, datastore=datastore)
 
     def claim(self, run_id: str, *, timeout: float | None = None, purpose: str = "") -> PgClaim:
         from .claim import PgClaim
@@ -84,6 +85,16 @@ class PgStore:
         from .claim import claim_held
 
         return claim_held(self.db, run_id)
+
+    def announce(self, name: str) -> Any:
+        from .claim import PgAnnouncement
+
+        return PgAnnouncement(self.db, name).hold()
+
+    def announced(self, name: str) -> bool:
+        from .claim import claim_held
+
+        return claim_held(self.db, name)
 
     def held(self) -> PgHeldStore:
         from .held import PgHeldStore
