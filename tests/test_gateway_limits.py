@@ -150,3 +150,16 @@ def test_the_gateway_serves_with_the_header_bound(monkeypatch: pytest.MonkeyPatc
         serve(Options(listen="127.0.0.1:0"))
     assert made == [10.0]
     assert getattr(seen["http"], "__name__", "") == "HeaderTimeoutProtocol"
+
+
+def test_a_bucket_admits_its_burst_then_one_per_refill() -> None:
+    from swamp.gateway.limits import Limiter
+
+    bucket = Limiter(rate=1.0, burst=2.0)
+    assert [bucket.take("a", now=0.0) for _ in range(2)] == [0.0, 0.0]
+    assert bucket.take("a", now=0.0) == 1.0  # the Retry-After: a whole token away
+    assert bucket.take("b", now=0.0) == 0.0  # another key has its own bucket
+    assert bucket.take("a", now=0.5) == 0.5
+    assert bucket.take("a", now=1.0) == 0.0
+    assert bucket.take("a", now=100.0) == 0.0 and bucket.take("a", now=100.0) == 0.0  # never past the burst
+    assert bucket.take("a", now=100.0) == 1.0

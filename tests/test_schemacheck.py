@@ -274,3 +274,14 @@ def test_release_example_validate_run_and_resume_import_no_jsonschema(tmp_path: 
         assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
         assert json.loads(done.stdout)["status"] == "succeeded"
         assert not names & HEAVY, sorted(names & HEAVY)
+
+
+def test_a_pattern_re_warns_about_is_never_vouched_for_even_once_re_cached_it() -> None:
+    import re
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        re.compile("[[b]")  # as jsonschema does when it validates a payload: now in re's cache
+    assert not schemacheck.meta_valid({"pattern": "[[b]"})
+    assert not schemacheck.meta_valid({"pattern": "[[b]"})
