@@ -36,7 +36,7 @@ def account():
 def shown(record):
     """A run as `workflow history get` shows it (spec/schemas/results.schema.json)."""
     path = f"{RUNS}/{record['workflowId']}/{record['id']}.json"
-    return {**record, "path": path, "interrupted": False, "audit": []}
+    return {**record, "path": path, "interrupted": False, "audit": [], "answers": []}
 
 
 def not_found(run_id):
