@@ -59,7 +59,7 @@ def test_a_ten_second_wait_fails_at_its_deadline_by_itself_and_watch_shows_it(tm
         watched = repo.swamp("workflow", "watch", run_id, "--timeout", "60", env=env)
         assert watched.code == 1, watched
         lines = watched.out
-        assert "Deadlines are enforced: swamp serve --enforce-deadlines fails a wait at its deadline" in lines
+        assert "Deadlines are enforced: a serve fails each wait at its deadline" in lines
         assert "main │ ⏰ verdict: deadline passed at " in lines
         assert "A swamp serve --enforce-deadlines fails the wait now (wait_timeout)." in lines
         assert "verdict: timed out" in lines

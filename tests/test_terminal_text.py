@@ -164,7 +164,7 @@ def test_completion_escapes_descriptions_and_offers_no_name_holding_a_control_ch
     # zsh prints each candidate's description: the wait's step names come from the workflow file
     offered = zsh("swamp workflow signal w")
     assert run["waits"][0]["waitId"] in offered
-    assert "asks main\\x1b[H.review\\x1b]0;title\\x07" in offered
+    assert "asks main\\x1b[H.review\\x1b]0;title\\x07: Check \\x1b]52;c;aGk=\\x07" in offered
     assert not any(RAW.search(line) for line in offered), offered
     repo.write_workflow("bad\x1b]0;t\x07name", [job("main", sh("s", "true"))])
     offered = zsh("swamp workflow run b")

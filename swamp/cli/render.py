@@ -294,9 +294,9 @@ def run_outcome(doc: dict[str, Any]) -> None:
 def enforcement_lines(enforced: bool, indent: str = "") -> None:
     """Whether a wait's deadline acts by itself here, and what to run when it does not (WAIT-091)."""
     if enforced:
-        out(f"{indent}Deadlines are enforced: swamp serve --enforce-deadlines fails a wait at its deadline.")
+        out(f"{indent}Deadlines are enforced: a serve fails each wait at its deadline.")
         return
-    out(f"{indent}Nothing enforces deadlines here: a wait past its deadline stays open until a resume.")
+    out(f"{indent}Nothing enforces deadlines here: a late wait stays open until a resume.")
     out(f"{indent}  Make deadlines act by themselves: swamp service install")
     out(f"{indent}  (or keep running: swamp serve --auto-continue --enforce-deadlines)")
 

@@ -211,12 +211,15 @@ def _from_index(
     opened = [(f, w) for f, w in waits if float(w[4]) >= now]
     opened.sort(key=lambda fw: (fw[1][3], fw[1][0]))
     if what == "step":
+        if any("\\" in w[2] for _, w in opened):
+            return None  # a name with a backslash may be an escaped control character: click decides
         steps: dict[str, str] = {}
         for f, w in opened:
             if w[2].startswith(incomplete):
                 steps.setdefault(w[2], step_help(f[2], w[1], w[0]))
         return sorted(steps.items())
-    return [(w[0], wait_help(f[2], w[1], w[2], w[5])) for f, w in opened if w[0].startswith(incomplete)]
+    offered = [(f, w) for f, w in opened if w[0].startswith(incomplete)]
+    return [(w[0], wait_help(f[2], w[1], w[2], w[5], cut=False)) for f, w in offered]
 
 
 def _missing(datastore: str, latest: dict[str, list[str]]) -> bool:
@@ -229,10 +232,16 @@ def _missing(datastore: str, latest: dict[str, list[str]]) -> bool:
     return any(n[:-5] not in latest for n in names if n.endswith(".json") and not n.startswith("."))
 
 
-def wait_help(workflow: str, job: str, step: str, description: str | None) -> str:
-    """What is shown beside a wait ID (cli/complete.py gives the same)."""
+def wait_help(workflow: str, job: str, step: str, description: str | None, *, cut: bool = True) -> str:
+    """What is shown beside a wait ID (cli/complete.py gives the same): its control characters are
+    escaped where it is printed (format_items). `cut=False`: the index has cut the description
+    already (at DESCRIPTION_CHARS, before escaping it)."""
+    from ..store.openindex import DESCRIPTION_CHARS
+
     text = f"{workflow} {job}.{step}"
-    return f"{text}: {description[:40].translate(_CONTROLS)}" if description else text
+    if not description:
+        return text
+    return f"{text}: {description[:DESCRIPTION_CHARS] if cut else description}"
 
 
 def step_help(workflow: str, job: str, wait_id: str) -> str:
@@ -261,7 +270,11 @@ def _now() -> float:
 def format_items(shell: str, items: list[tuple[str, str]]) -> str:
     """What click prints for each shell (each item, then a newline at the end): zsh and fish show
     the help beside the value; in bash it goes beside the value only when several are offered, as
-    `VALUE  (help)`: bash then only lists them, and inserts their common start, inside the values."""
+    `VALUE  (help)`: bash then only lists them, and inserts their common start, inside the values.
+    A help is shown with its control characters escaped (CLI-030), as click's path shows it."""
+    from ..domain.visible import shown
+
+    items = [(value, shown(about)) for value, about in items]
     if shell == "zsh":
         lines = [f"plain\n{value}\n{about or '_'}" for value, about in items]
     elif shell == "fish":
@@ -282,5 +295,4 @@ def bash_safe(text: str) -> str:
     return text.translate(_GLOBS)
 
 
-_CONTROLS = {code: " " for code in (*range(32), 127)}
 _GLOBS = {ord(c): " " for c in "*?[]\\"}

@@ -58,12 +58,15 @@ def stamp_of(path: str) -> str:
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
 
 
-_CONTROLS = {code: " " for code in (*range(32), 127)}
+DESCRIPTION_CHARS = 40  # cli/tabcomplete.py shows no more beside a wait ID
 
 
 def _clean(text: str) -> str:
-    """One field of a line: no control character (the separators are tab, \\x1e, \\x1f, newline)."""
-    return text.translate(_CONTROLS)
+    """One field of a line: no control character (the separators are tab, \\x1e, \\x1f, newline),
+    each shown as a visible escape as the CLI shows it (CLI-030), so a Tab's help reads as click's."""
+    from ..domain.visible import shown
+
+    return shown(text).replace("\t", "\\x09").replace("\n", "\\x0a")
 
 
 def _epoch(deadline: str) -> str:
@@ -87,7 +90,7 @@ def line_for(run: WorkflowRun, stamp: str) -> bytes:
                 s.name,
                 s.wait.deadline,
                 _epoch(s.wait.deadline),
-                (s.wait.description or "")[:60],
+                (s.wait.description or "")[:DESCRIPTION_CHARS],
             )
         )
         for j, s in run.unsettled_waits()
