@@ -321,3 +321,24 @@ class Site:
             return []
         entries = [json.loads(line) for line in self.audit_file.read_text().splitlines()]
         return [entry for entry in entries if entry.get("action") == "hook"]
+
+
+def built_once(factory: Any, name: str, build: Any) -> Any:
+    """A module fixture's value built by one pytest-xdist worker and read by the others: xdist
+    builds a module-scoped fixture once per worker that runs one of its tests, and the corpora
+    cost seconds each (the run's shared temporary folder holds it, under a lock; the value must
+    pickle). Without xdist, `build()`."""
+    import fcntl
+    import pickle
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return build()
+    shared = Path(factory.getbasetemp()).parent  # one per run: popen-gwN's parent
+    with open(shared / f"built-once-{name}.lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        path = shared / f"built-once-{name}.pickle"
+        if path.exists():
+            return pickle.loads(path.read_bytes())
+        value = build()
+        path.write_bytes(pickle.dumps(value))
+        return value

@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from helpers import make_repo, run_swamp
+from helpers import built_once, make_repo, run_swamp
 
 from swamp.store.yamlio import YamlError, load_yaml
 
@@ -200,6 +200,10 @@ def _schema_verdict(value: Any) -> bool:
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, Any, bool | None, bool]]:
     """case id -> (text, parsed value, expected verdict or None, swamp's verdict)."""
+    return built_once(tmp_path_factory, "workflow-schema-verdicts", lambda: _verdicts(tmp_path_factory))
+
+
+def _verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, Any, bool | None, bool]]:
     repo = make_repo(tmp_path_factory.mktemp("schema-agreement"))
     written: dict[str, tuple[str, str, Any, bool | None]] = {}
     for number, (case_id, text, expected) in enumerate(_corpus()):

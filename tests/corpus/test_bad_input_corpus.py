@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 import reliability_corpus as corpus  # noqa: E402
 import reliability_kit as kit  # noqa: E402
+from helpers import built_once  # noqa: E402
 
 CASES = corpus.load_cases()
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, corpus.CaseResult]]:
-    with kit.scratch(tmp_path_factory.mktemp("corpus")) as base:
-        yield corpus.run_corpus(base, CASES)
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, corpus.CaseResult]:
+    def run() -> dict[str, corpus.CaseResult]:
+        with kit.scratch(tmp_path_factory.mktemp("corpus")) as base:
+            return corpus.run_corpus(base, CASES)
+
+    return built_once(tmp_path_factory, "bad-input-corpus", run)
 
 
 def _param(case: corpus.Case) -> object:
