@@ -76,16 +76,9 @@ def _resolves(schema: Any, ref: str) -> bool:
         return True
     if not ref.startswith("#/"):
         return True  # an anchor ('#name'): jsonschema resolves those itself
-    node = schema
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return False
-    return True
+    from .jsonpointer import MISSING, pointer_target
+
+    return pointer_target(schema, ref[2:].split("/")) is not MISSING
 
 
 def _refuse_retrieval(uri: str) -> Any:

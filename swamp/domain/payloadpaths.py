@@ -296,15 +296,11 @@ def _alternatives(schemas: list[Any], root: Mapping[str, Any], depth: int = 0) -
 def _resolve(ref: str, root: Mapping[str, Any]) -> Any:
     if not ref.startswith("#"):
         raise _TooComplex  # WF-013 / WAIT schemas refuse remote refs; nothing to tell here
-    node: Any = root
-    for token in filter(None, ref[1:].split("/")):
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            raise _TooComplex
+    from .jsonpointer import MISSING, pointer_target
+
+    node = pointer_target(root, filter(None, ref[1:].split("/")))
+    if node is MISSING:
+        raise _TooComplex
     return node
 
 

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..domain.jsonpointer import MISSING, pointer_target
+
 LONG_ENUM = 6  # more choices than this: a select instead of radio buttons
 SHORT_TEXT = 120  # a string whose maxLength is at most this is one line; longer (or unbounded) a textarea
 MAX_DEPTH = 6  # nested objects deeper than this are a JSON textarea
@@ -74,15 +76,9 @@ def _resolve(schema: Any, root: Any, depth: int = 0) -> Any:
         ref = schema["$ref"]
         if not ref.startswith("#"):
             return schema
-        node = root
-        for part in ref[1:].split("/")[1:]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return schema
+        node = pointer_target(root, ref[1:].split("/")[1:])
+        if node is MISSING:
+            return schema
         schema, depth = node, depth + 1
     return schema
 

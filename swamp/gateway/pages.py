@@ -234,8 +234,10 @@ class Pages:
                 return page
         return None
 
-    async def get(self, request: Request) -> Response:
-        token = request.path_params["token"]
+    async def open_link(self, request: Request, token: str) -> dict[str, Any] | Response:
+        """The link that can still answer, or the page said instead: too many requests, a token
+        swamp does not know, or what happened to a link that can no longer answer (a second POST,
+        a reload, of a used link included: no form)."""
         refused = self.too_many(request, token)
         if refused is not None:
             return refused
@@ -246,20 +248,17 @@ class Pages:
         closed = closed_state(link)
         if closed is not None:
             return self.closed(link, *closed)
-        return self.form(link)
+        return link
+
+    async def get(self, request: Request) -> Response:
+        link = await self.open_link(request, request.path_params["token"])
+        return link if isinstance(link, Response) else self.form(link)
 
     async def post(self, request: Request) -> Response:
         token = request.path_params["token"]
-        refused = self.too_many(request, token)
-        if refused is not None:
-            return refused
-        try:
-            link = await self.link(request, token)
-        except SwampError as exc:
-            return self.problem(exc)
-        closed = closed_state(link)
-        if closed is not None:  # a second POST (a reload) of a used link: what happened, no form
-            return self.closed(link, *closed)
+        link = await self.open_link(request, token)
+        if isinstance(link, Response):
+            return link
         try:
             submitted = await read_form_fields(request)
         except BodyTooLarge:
