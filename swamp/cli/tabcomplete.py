@@ -233,8 +233,8 @@ def _missing(datastore: str, latest: dict[str, list[str]]) -> bool:
 
 
 def wait_help(workflow: str, job: str, step: str, description: str | None, *, cut: bool = True) -> str:
-    """What is shown beside a wait ID (cli/complete.py gives the same): its control characters are
-    escaped where it is printed (format_items). `cut=False`: the index has cut the description
+    """What is shown beside a wait ID (cli/complete.py gives the same, then escapes its control
+    characters; the index holds them escaped). `cut=False`: the index has cut the description
     already (at DESCRIPTION_CHARS, before escaping it)."""
     from ..store.openindex import DESCRIPTION_CHARS
 
@@ -271,10 +271,8 @@ def format_items(shell: str, items: list[tuple[str, str]]) -> str:
     """What click prints for each shell (each item, then a newline at the end): zsh and fish show
     the help beside the value; in bash it goes beside the value only when several are offered, as
     `VALUE  (help)`: bash then only lists them, and inserts their common start, inside the values.
-    A help is shown with its control characters escaped (CLI-030), as click's path shows it."""
-    from ..domain.visible import shown
-
-    items = [(value, shown(about)) for value, about in items]
+    A help comes from the index, its control characters already escaped (CLI-030) as click's path
+    escapes them."""
     if shell == "zsh":
         lines = [f"plain\n{value}\n{about or '_'}" for value, about in items]
     elif shell == "fish":
