@@ -12,6 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import SettingsInvalid
+from .settings_refusals import did_you_mean as _did_you_mean
+from .settings_refusals import kind as _kind
+from .settings_refusals import refuse as _refuse
 
 __all__ = ["SettingsInvalid"]  # defined in errors.py, so webhook_routes.py can raise it too
 
@@ -145,13 +148,6 @@ class Settings:
 
 
 DEFAULTS = Settings()
-
-
-def _refuse(where: str, problem: str, fix: str) -> SettingsInvalid:
-    return SettingsInvalid(
-        f".swamp.yaml: {where} {problem}; {fix}",
-        {"path": ".swamp.yaml", "key": where},
-    )
 
 
 def parse_settings(doc: Any) -> Settings:
@@ -391,24 +387,3 @@ def _seconds(raw: Any, where: str, low: float, high: float | None) -> float:
     if value is None or value != value or value < low or (high is not None and value > high):
         raise _refuse(where, f"is {raw!r:.40}", fix)
     return value
-
-
-def _did_you_mean(key: Any, known: tuple[str, ...]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-    return f"did you mean {close[0]}? " if close else ""
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return "null" if value is None else type(value).__name__

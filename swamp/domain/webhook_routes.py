@@ -18,8 +18,11 @@ import os
 import re
 from typing import Any
 
-from .errors import ExpressionError, SettingsInvalid, SwampError
+from .errors import ExpressionError, SwampError
 from .expressions import EXPRESSION, ExpressionEngine, Scope, cel_view, expressions_in
+from .settings_refusals import did_you_mean as _did_you_mean
+from .settings_refusals import kind as _kind
+from .settings_refusals import refuse as _refuse
 
 VERIFIERS = ("github", "slack", "hmac-sha256")
 ROUTE_KEYS = ("verify", "secret", "header", "prefix", "wait", "run", "step", "payload", "resume", "delivery")
@@ -38,29 +41,6 @@ class RouteNotFound(SwampError):
 
 class SignatureInvalid(SwampError):
     code = "signature_invalid"
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    names = {str: "a string", list: "a list", dict: "a mapping"}
-    return next(
-        (name for kind, name in names.items() if isinstance(value, kind)),
-        "null" if value is None else type(value).__name__,
-    )
-
-
-def _did_you_mean(key: Any, known: tuple[str, ...]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-    return f"did you mean {close[0]}? " if close else ""
-
-
-def _refuse(where: str, problem: str, fix: str) -> SettingsInvalid:
-    return SettingsInvalid(f".swamp.yaml: {where} {problem}; {fix}", {"path": ".swamp.yaml", "key": where})
 
 
 def check_routes(raw: Any) -> dict[str, dict[str, Any]]:
