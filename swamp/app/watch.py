@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..domain import suggested
-from ..domain.changes import settled_since
+from ..domain.changes import as_suspended, settled_since
 from ..domain.errors import ShuttingDown
 from ..domain.instants import iso
 from ..domain.run import WorkflowRun
@@ -53,7 +53,11 @@ def watch_run(
     *,
     timeout: float | None = None,
     emit: Emit | None = None,
+    from_suspension: bool = False,
 ) -> dict[str, Any]:
+    """`from_suspension` (WATCH-008, for `run --watch` and `resume --watch`): begin at the run's
+    last suspension, not now, so what another process did between the run request's answer and
+    this watch (a serve that continued the run at once) is reported too."""
     send: Emit = _each_settled_once(emit or (lambda event: None))
     stop = WATCH_STOP.get()
     found = app.runs.find(run_ref)
@@ -63,6 +67,10 @@ def watch_run(
     with app.store.run_changes(found, journal.path(found.id)) as changes:
         follower = journal.follow(found.id)
         run = app.runs.load(found.workflowId, found.id)
+        suspension = journal.last_suspension(found.id) if from_suspension else None
+        if suspension is not None and run.status != "suspended":
+            follower.seq = min(follower.seq, suspension[0])
+            run = as_suspended(app.runs.load(found.workflowId, found.id), suspension[1].get("waiting") or [])
         send(status_event(app, run))
         passed: set[str] = set()  # waits whose passed deadline this watch reported (WATCH-010)
         while True:

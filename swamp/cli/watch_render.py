@@ -134,7 +134,7 @@ def then_watch(timeout: float | None) -> Any:
             run_outcome(data)
             out()
             out(watching_line(data))  # WATCH-015: it does not look hung
-        payload: dict[str, Any] = {"run": data["id"]}
+        payload: dict[str, Any] = {"run": data["id"], "fromSuspension": True}
         if timeout is not None:
             payload["timeout"] = timeout
         try:

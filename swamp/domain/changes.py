@@ -91,6 +91,26 @@ def run_changes(before: RunState | None, run: WorkflowRun, now: dt.datetime) -> 
     return events
 
 
+def as_suspended(run: WorkflowRun, waiting: list[dict[str, Any]]) -> WorkflowRun:
+    """`run` (a later read of the record; changed in place) put back as it stood at a suspension
+    whose `run_suspended` journal event listed `waiting` (`[{job, step, status}]`): those steps
+    waiting again, their waits open and their gates undecided, the run suspended. What a watch
+    from that suspension compares the record with (WATCH-008)."""
+    asked = {(w.get("job"), w.get("step")): w.get("status") for w in waiting if isinstance(w, dict)}
+    for job, step in run.steps():
+        status = asked.get((job.name, step.name))
+        if status not in ("waiting", "waiting_approval"):
+            continue
+        step.status = status
+        if step.wait is not None:
+            step.wait.outcome = None
+            step.wait.receipt = None
+        if step.approval is not None:
+            step.approval.decision = None
+    run.status = "suspended"
+    return run
+
+
 def settled_since(
     old: StepRun | None, job_name: str, step: StepRun, now: dt.datetime
 ) -> dict[str, Any] | None:

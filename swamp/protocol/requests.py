@@ -335,7 +335,13 @@ def _workflow_wait_show(payload: dict[str, Any], emit: Emit, actor: Actor | None
 def _workflow_watch(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:
     from ..app.watch import watch_run
 
-    return watch_run(_app(payload, actor), payload["run"], timeout=payload.get("timeout"), emit=emit)
+    return watch_run(
+        _app(payload, actor),
+        payload["run"],
+        timeout=payload.get("timeout"),
+        emit=emit,
+        from_suspension=payload.get("fromSuspension") is True,
+    )
 
 
 def _events_subscribe(payload: dict[str, Any], emit: Emit, actor: Actor | None) -> dict[str, Any]:

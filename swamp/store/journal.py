@@ -90,6 +90,15 @@ class RunJournal:
         """A reader that returns only what was appended since it last read (from now on)."""
         return JournalFollower(self, run_id)
 
+    def last_suspension(self, run_id: str) -> tuple[int, dict[str, Any]] | None:
+        """The last `run_suspended` event and its sequence number (None: the run never suspended
+        here, or its journal is elsewhere, as on another host)."""
+        found = None
+        for seq, event in self.read(run_id):
+            if event.get("event") == "run_suspended":
+                found = (seq, event)
+        return found
+
     def last_seq(self, run_id: str) -> int:
         try:
             raw = read_file(self.path(run_id))
