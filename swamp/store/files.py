@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .counts import fsync
+
 
 def write_replace(path: Path, data: bytes) -> None:
     """Write to a temp file and rename it over `path`: never torn, but not forced to disk. For
@@ -40,7 +42,7 @@ def write_record(path: Path | str, data: bytes, *, final: bool = False) -> None:
         try:
             _write_all(fd, data)
             os.ftruncate(fd, len(data))
-            os.fsync(fd)
+            fsync(fd)
         finally:
             os.close(fd)
         if final or not _exchange(swap, os.fspath(path)):
@@ -121,7 +123,7 @@ def _load_renameat2() -> Any:
 def _fsync_dir(folder: Path | str) -> None:
     dir_fd = os.open(folder, os.O_RDONLY | _DIRECTORY)
     try:
-        os.fsync(dir_fd)
+        fsync(dir_fd)
     finally:
         os.close(dir_fd)
 
@@ -132,7 +134,7 @@ def _replace(path: Path, data: bytes, *, durable: bool) -> None:
         try:
             _write_all(fd, data)
             if durable:
-                os.fsync(fd)
+                fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)

@@ -17,6 +17,7 @@ import os
 
 from ..domain.held import HeldSignal
 from ..domain.records import RecordError, read_record, write_record
+from .counts import fsync
 from .files import _fsync_dir, _write_all, read_file, refuse_links
 from .repo import RepoLayout
 
@@ -46,7 +47,7 @@ class HeldStore:
         try:
             try:
                 _write_all(fd, data)
-                os.fsync(fd)
+                fsync(fd)
             finally:
                 os.close(fd)
             try:

@@ -23,6 +23,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from ..counts import COUNTS
+
+_WRITES = (b"INSERT", b"UPDATE", b"DELETE", b"WITH")
 _OK_STATUSES = (1, 2)  # PGRES_COMMAND_OK, PGRES_TUPLES_OK
 _CONNECTION_OK = 0
 _DIAG_SQLSTATE, _DIAG_PRIMARY = ord("C"), ord("M")
@@ -204,6 +207,9 @@ class Connection:
             raise DataError("PostgreSQL text cannot contain NUL (0x00) characters")
         array = (ctypes.c_char_p * max(len(values), 1))(*values)
         query = (_placeholders(sql) if params is not None else sql).encode("utf-8")  # as psycopg
+        COUNTS["roundTrips"] += 1
+        if query == b"COMMIT" or (self._depth == 0 and query.startswith(_WRITES)):
+            COUNTS["commits"] += 1  # a transaction that wrote (an autocommit write is one too)
         result = lib.PQexecParams(self._handle, query, len(values), None, array, None, None, 0)
         try:
             status = lib.PQresultStatus(result) if result else -1
