@@ -96,9 +96,12 @@ class App:
         """Signals held for waits that have not opened, or whose run was busy (app/held.py)."""
         return self.store.held()
 
-    def claim(self, run_id: str, *, timeout: float | None = None, purpose: str = "") -> Claim:
-        """The run's claim (not yet taken): `with app.claim(...)` or try_acquire()."""
-        claim: Claim = self.store.claim(run_id, timeout=timeout, purpose=purpose)
+    def claim(
+        self, run_id: str, *, timeout: float | None = None, purpose: str = "", brief: bool = False
+    ) -> Claim:
+        """The run's claim (not yet taken): `with app.claim(...)` or try_acquire(); `brief`: see
+        the store port."""
+        claim: Claim = self.store.claim(run_id, timeout=timeout, purpose=purpose, brief=brief)
         return claim
 
     def claim_held(self, run_id: str) -> bool:

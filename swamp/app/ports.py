@@ -53,6 +53,11 @@ class RunStore(Protocol):
         """(workflowId, runId) of the run holding `wait_id`, ideally without reading the record."""
         ...
 
+    def read_holding(self, wait_id: str) -> WorkflowRun | None:
+        """The run holding (or reserving) `wait_id`, read without its claim, in as few reads as
+        the store can (PostgreSQL: one); None when no run does. An unreadable record raises."""
+        ...
+
     def wait_ids_starting(self, prefix: str) -> list[str]: ...
 
     def active_entries(self, workflow_id: str | None = None) -> list[dict[str, Any]]:
@@ -169,8 +174,12 @@ class Store(Protocol):
 
     def runs(self, on_change: OnChange | None) -> RunStore: ...
 
-    def claim(self, run_id: str, *, timeout: float | None = None, purpose: str = "") -> Any:
-        """The run's claim (a Claim), not yet taken."""
+    def claim(
+        self, run_id: str, *, timeout: float | None = None, purpose: str = "", brief: bool = False
+    ) -> Any:
+        """The run's claim (a Claim), not yet taken. `brief`: held only to read the run and save
+        it once or twice (a signal, an approval), never while steps run: a store may then make the
+        claim part of the write's own transaction (PostgreSQL: one lock fewer to take and give back)."""
         ...
 
     def claim_held(self, run_id: str) -> bool:

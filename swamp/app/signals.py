@@ -12,7 +12,6 @@ continuing the run under its claim (continuation.py), the audit entry and the ch
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -62,13 +61,10 @@ def _read_unclaimed(app: App, wait_id: str) -> WorkflowRun:
     """The run holding the wait, read without its claim (records are replaced atomically, so this
     is one consistent state); a stale wait index entry is mended by find_wait."""
     check_wait_id(wait_id)
-    home = app.runs.wait_home(wait_id)
-    if home is not None:
-        with contextlib.suppress(RunNotFound):
-            run = app.runs.load(*home)
-            if run.holds_wait(wait_id):
-                return run
-    return _locate(app, wait_id)
+    run = app.runs.read_holding(wait_id)
+    if run is None:
+        raise _unknown(wait_id)
+    return run
 
 
 def signal(
@@ -179,7 +175,9 @@ def signal(
         # The schema is captured once per wait ID and never changes; check again only if it did.
         return [] if schema == checked_schema else app.validation.problems(value, schema)
 
-    with app.claim(found.id, timeout=claim_timeout, purpose="signal"):
+    # Brief unless the run is continued under the same claim: the claim is then only the write's
+    # own transaction on PostgreSQL (its lock sent with the read, released by the commit).
+    with app.claim(found.id, timeout=claim_timeout, purpose="signal", brief=not resume):
         try:
             run = app.runs.load(found.workflowId, found.id)
         except RunNotFound:

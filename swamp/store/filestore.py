@@ -31,8 +31,10 @@ class FileStore:
 
         return RunRepository(self.layout, on_change=on_change)
 
-    def claim(self, run_id: str, *, timeout: float | None = None, purpose: str = "") -> RunClaim:
-        from .claim import RunClaim
+    def claim(
+        self, run_id: str, *, timeout: float | None = None, purpose: str = "", brief: bool = False
+    ) -> RunClaim:
+        from .claim import RunClaim  # a brief claim is the same lock file here
 
         return RunClaim(self.layout, run_id, timeout=timeout, purpose=purpose)
 

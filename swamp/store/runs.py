@@ -315,6 +315,15 @@ class RunRepository:
         found = self.find_wait(wait_id)
         return (found.workflowId, found.id) if found is not None else None
 
+    def read_holding(self, wait_id: str) -> WorkflowRun | None:
+        home = self.wait_home(wait_id)
+        if home is not None:
+            with contextlib.suppress(RunNotFound):
+                run = self.load(*home)
+                if run.holds_wait(wait_id):
+                    return run
+        return self.find_wait(wait_id)  # a stale wait index entry is mended here
+
     def _pointed_at(self, wait_id: str) -> tuple[str, str] | None:
         """(workflowId, runId) from the wait index entry, or None when it is missing or unreadable."""
         try:

@@ -20,10 +20,9 @@ from typing import Any
 
 from ...domain.errors import ClaimTimeout
 from ..claim import DEFAULT_TIMEOUT, default_timeout
-from .connection import Database
+from .connection import LOCK_NOT_AVAILABLE, Database, LockRefused
 
 _KEY = "hashtextextended(%s, 0)"
-LOCK_NOT_AVAILABLE = "55P03"
 _HOLDER = (
     "SELECT a.application_name, a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
     "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
@@ -43,18 +42,36 @@ def claim_held(db: Database, run_id: str) -> bool:
 
 
 class PgClaim:
-    def __init__(self, db: Database, run_id: str, *, timeout: float | None = None, purpose: str = ""):
+    """A run's claim. `brief` (a signal, an approval: read, save, let go): a transaction-level
+    advisory lock, taken by the transaction that holds everything saved under the claim, which
+    commits when the claim is let go: no separate lock and unlock, and the lock statement travels
+    with the first read (lean.py's pipeline). It conflicts with the session lock of a process that
+    executes the run exactly as another session lock would."""
+
+    def __init__(
+        self,
+        db: Database,
+        run_id: str,
+        *,
+        timeout: float | None = None,
+        purpose: str = "",
+        brief: bool = False,
+    ):
         self.db = db
         self.run_id = run_id
         chosen = default_timeout() if timeout is None else timeout
         self.timeout = chosen if math.isfinite(chosen) and chosen >= 0 else DEFAULT_TIMEOUT
         self.purpose = purpose
+        self.brief = brief
         self._conn: Any = None
+        self._transaction: Any = None
 
     def _application_name(self) -> str:
         return f"swamp {self.purpose or 'claim'} pid {os.getpid()}@{socket.gethostname()}"[:63]
 
     def acquire(self) -> PgClaim:
+        if self.brief and self.timeout > 0 and not self.db.in_transaction():
+            return self._begin_brief()
         name = _lock_name(self.db, self.run_id)
         conn = self.db.connection()
         if self.timeout <= 0:  # lock_timeout 0 would wait forever: no wait at all
@@ -107,7 +124,29 @@ class PgClaim:
         self._conn = conn
         return True
 
-    def release(self) -> None:
+    def _begin_brief(self) -> PgClaim:
+        millis = max(1, int(self.timeout * 1000))
+        transaction = self.db.transaction("write to", keep_on_error=True)
+        transaction.__enter__()
+        self._transaction = transaction
+        self.db.send(
+            "SELECT set_config('lock_timeout', %s, true), pg_advisory_xact_lock(" + _KEY + ")",
+            (f"{millis}ms", _lock_name(self.db, self.run_id)),
+        )
+        self.db.refuse_lock_timeout(True)  # the lock's refusal arrives with the next read
+        return self
+
+    def release(self, failure: BaseException | None = None) -> None:
+        transaction, self._transaction = self._transaction, None
+        if transaction is not None:
+            self.db.refuse_lock_timeout(False)
+            # Commits what was written under the claim, even when the block failed (as the file
+            # store keeps it); a refusal of the lock itself was rolled back by the database.
+            if failure is None:
+                transaction.__exit__(None, None, None)
+            else:
+                transaction.__exit__(type(failure), failure, failure.__traceback__)
+            return
         conn, self._conn = self._conn, None
         if conn is None or conn.closed or conn.broken:
             return  # the session ended, and its lock with it
@@ -118,13 +157,18 @@ class PgClaim:
             )
 
     def __enter__(self) -> PgClaim:
-        if self._conn is None:
+        if self._conn is None and self._transaction is None:
             self.acquire()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._transaction is not None:
+            self.release(value)
+            if isinstance(value, LockRefused):
+                self._refuse()  # now that the transaction is over, the holder can be asked
+            return
         self.release()
 
 
@@ -158,7 +202,29 @@ class PgAnnouncement:
             self.release()
             self.hold()
 
-    def release(self) -> None:
+    def _begin_brief(self) -> PgClaim:
+        millis = max(1, int(self.timeout * 1000))
+        transaction = self.db.transaction("write to", keep_on_error=True)
+        transaction.__enter__()
+        self._transaction = transaction
+        self.db.send(
+            "SELECT set_config('lock_timeout', %s, true), pg_advisory_xact_lock(" + _KEY + ")",
+            (f"{millis}ms", _lock_name(self.db, self.run_id)),
+        )
+        self.db.refuse_lock_timeout(True)  # the lock's refusal arrives with the next read
+        return self
+
+    def release(self, failure: BaseException | None = None) -> None:
+        transaction, self._transaction = self._transaction, None
+        if transaction is not None:
+            self.db.refuse_lock_timeout(False)
+            # Commits what was written under the claim, even when the block failed (as the file
+            # store keeps it); a refusal of the lock itself was rolled back by the database.
+            if failure is None:
+                transaction.__exit__(None, None, None)
+            else:
+                transaction.__exit__(type(failure), failure, failure.__traceback__)
+            return
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(Exception):  # unlocked first: a closed session ends a moment later

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 CONNECT_TIMEOUT = 10  # seconds: a host that does not answer is refused, never waited for forever
 CHANNEL_BYTES = 63  # PostgreSQL's limit on an identifier (a channel name), in bytes
 INSUFFICIENT_PRIVILEGE = "42501"
+LOCK_NOT_AVAILABLE = "55P03"
+
+
+class LockRefused(Exception):
+    """A brief claim's lock was not had within its timeout (claim.py turns it into claim_timeout)."""
 
 
 class Database:
@@ -116,28 +121,104 @@ class Database:
                 conn.close()
 
     @contextlib.contextmanager
-    def transaction(self, doing: str = "write to") -> Iterator[Any]:
-        """One transaction on this thread's connection: committed on leaving, rolled back on error.
-        Nested, it is a savepoint of the outer one; what after_commit() deferred runs once the
-        outermost commits (and never when it rolls back)."""
+    def transaction(self, doing: str = "write to", *, keep_on_error: bool = False) -> Iterator[Any]:
+        """One transaction on this thread's connection: committed on leaving, rolled back on error
+        (committed all the same with `keep_on_error`: a claim's transaction keeps what was written
+        under it, as the file store does). Nested, it joins the outer one (one transaction, no
+        savepoint: what a save writes and the events it appends commit together or not at all).
+        What after_commit() deferred runs once the outermost commits (never when it rolls back);
+        what notify() asked for is sent right after the commit, in the same round trip, as a
+        transaction of its own that does not wait for the disk (a notification is only a hint:
+        every waiter also reads again after a bounded time)."""
         conn = self.connection()
         depth = getattr(self._local, "depth", 0)
-        if depth == 0:
-            self._local.after = []
-        self._local.depth = depth + 1
-        try:
-            with self.errors(doing), conn.transaction():
+        if depth:
+            self._local.depth = depth + 1
+            try:
                 yield conn
+            finally:
+                self._local.depth = depth
+            return
+        self._local.after, self._local.notes = [], {}
+        self._local.depth = 1
+        try:
+            with self.errors(doing):
+                _begin(conn)
+                # Before the transaction has an id: readers of the event log hold back for it
+                # (events.py's watermark) until it ends.
+                self.send(
+                    "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))", (f"{self.schema}:events",)
+                )
+                try:
+                    yield conn
+                except BaseException:
+                    if not keep_on_error:
+                        _rollback(conn)
+                        raise
+                    self._commit(conn)
+                    raise
+                self._commit(conn)
         except BaseException:
-            if depth == 0:
-                self._local.after = []
+            self._local.after, self._local.notes = [], {}
             raise
         finally:
-            self._local.depth = depth
-        if depth == 0:
-            deferred, self._local.after = self._local.after, []
-            for action in deferred:
-                action()
+            self._local.depth = 0
+        deferred, self._local.after = self._local.after, []
+        for action in deferred:
+            action()
+
+    def _commit(self, conn: Any) -> None:
+        notes, self._local.notes = self._local.notes, {}
+        if isinstance(conn, lean.Connection):
+            try:
+                conn.send("COMMIT")
+                if notes:
+                    conn.send("BEGIN")
+                    conn.send("SET LOCAL synchronous_commit TO off")
+                    for (channel, payload) in notes:
+                        conn.send("SELECT pg_notify(%s, %s)", (channel, payload))
+                    conn.send("COMMIT")
+                conn.flush()
+            except BaseException:
+                conn.rollback()
+                raise
+            return
+        conn.execute("COMMIT")
+        for channel, payload in notes:
+            conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
+
+    def notify(self, channel: str, payload: str) -> None:
+        """NOTIFY `channel` (this schema's, channel()) once this thread's transaction commits
+        (now, when none is open); the same notification asked twice in one transaction is sent
+        once."""
+        name = self.channel(channel)
+        if getattr(self._local, "depth", 0):
+            self._local.notes[(name, payload)] = True
+        else:
+            self.execute("SELECT pg_notify(%s, %s)", (name, payload))
+
+    def send(
+        self, sql: str, params: Any = None, on_rows: Callable[[list[tuple[Any, ...]]], None] | None = None
+    ) -> None:
+        """A statement whose result is not needed now: with the lean driver it travels with the
+        next round trip (at the latest the commit); `on_rows` gets its rows then."""
+        conn = self.connection()
+        if isinstance(conn, lean.Connection):
+            conn.send(sql, params, on_rows)
+            return
+        with self.errors("write to"):
+            cur = conn.execute(sql, params)
+            rows = cur.fetchall() if cur.description is not None else []
+        if on_rows is not None:
+            on_rows(rows)
+
+    def in_transaction(self) -> bool:
+        return bool(getattr(self._local, "depth", 0))
+
+    def refuse_lock_timeout(self, claimed: bool) -> None:
+        """While a brief claim's lock is on its way (claim.py), its lock_timeout refusal, which
+        arrives with whatever statement is sent next, is raised as LockRefused."""
+        self._local.brief_claim = claimed
 
     def after_commit(self, action: Callable[[], None]) -> None:
         """Run `action` once this thread's transaction commits (now, when none is open)."""
@@ -162,6 +243,8 @@ class Database:
             yield
         except _errors() as exc:
             state = getattr(exc, "sqlstate", None)  # psycopg calls a full disk (53100) operational too
+            if state == LOCK_NOT_AVAILABLE and getattr(self._local, "brief_claim", False):
+                raise LockRefused() from None  # a brief claim's lock, sent with this statement
             broken = state.startswith(("08", "57P")) if state else isinstance(exc, _broken())
             conn = getattr(self._local, "conn", None)
             if conn is not None and (conn.closed or conn.broken):
@@ -228,6 +311,22 @@ class Database:
             return channel
         digest = hashlib.sha256(self.schema.encode("utf-8")).hexdigest()[:32]
         return f"swamp.{digest}.{name}"
+
+
+def _begin(conn: Any) -> None:
+    if isinstance(conn, lean.Connection):
+        conn.send("BEGIN")  # travels with the transaction's first statement
+    else:
+        conn.execute("BEGIN")
+
+
+def _rollback(conn: Any) -> None:
+    if isinstance(conn, lean.Connection):
+        conn.rollback()
+        return
+    if not getattr(conn, "broken", False) and not conn.closed:
+        with contextlib.suppress(Exception):
+            conn.execute("ROLLBACK")
 
 
 def _use_lean() -> bool:

@@ -1,10 +1,25 @@
 """The event log in PostgreSQL, and the waiters woken by LISTEN/NOTIFY.
 
 Why: the same log as the file store's (store/events.py: every published change of every run, one
-total order, opaque gap-free cursors `<epoch>-<seq, 12 digits>`), shared by every host. An append
-is one transaction: it bumps `events_seq` in `swamp_meta` (the row lock orders appenders, so seq is
-gap-free and in commit order), inserts the rows and NOTIFYs the schema's `events` channel with the
-last cursor. Retention keeps the newest KEEP events; a cursor older than that is refused
+total order, opaque cursors `<epoch>-<seq, 12 digits>`), shared by every host, and appended by
+many writers at once without making their commits take turns.
+
+Numbering (schema version 2): an event's `seq` is derived from the id of the transaction that
+appended it, `base + (xid - xid0) * PER_TRANSACTION + i` (`base`, `xid0` fixed in swamp_meta by
+the migration; `i` the event's place in its append), so appenders share no row: no counter to
+lock, and concurrent saves share the disk flushes of their commits. The log's order is `seq`'s.
+Transaction ids are handed out in order but transactions commit in any order, so a reader only
+takes events below the *watermark*: the oldest transaction id still running (its snapshot's
+xmin), mapped to a seq. Every transaction below it has ended, so no event can ever appear below
+a seq a reader has passed: a reader that moves its cursor forward never skips one (EVENT-008),
+and every reader sees the same order (EVENT-006). A transaction held open for long (by anyone,
+in any database of the cluster) holds the watermark back: events wait, none is lost. The events
+of one run keep their order: its saves are made under its claim, one transaction after the other.
+
+A save's events are inserted in the save's own transaction (runs.py): both commit or neither. The
+NOTIFY that wakes readers is sent just after the commit, in the same round trip, by a transaction
+that does not wait for the disk; a lost notification costs a reader at most HINT_SECONDS.
+Retention keeps about the newest KEEP events; a cursor older than that is refused
 (cursor_expired) as on files.
 
 Waiters: a subscriber (`changes()`) and `workflow watch` (`RunChanges`) block on a dedicated
@@ -17,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -26,11 +42,44 @@ from ..notify import POLL_SECONDS, Changes, readable
 from .connection import Database
 from .idents import quote_ident
 
-KEEP = 100_000  # events kept; older cursors are refused with cursor_expired
+KEEP = 100_000  # events kept (about); older cursors are refused with cursor_expired
+PER_TRANSACTION = 1_000_000  # seq numbers of one transaction: at most this many events per append
+PRUNE_ONE_IN = 500  # an append prunes what is beyond KEEP once in this many (on average)
+HINT_SECONDS = 1.0  # the longest a waiter sleeps without reading again (a lost NOTIFY, the watermark)
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_NUMBERING = (
+    "(SELECT value::bigint FROM swamp_meta WHERE key = 'events_base'), "
+    "(SELECT value::bigint FROM swamp_meta WHERE key = 'events_xid0')"
+)
+# The watermark is computed in a statement of its own, before the statement that reads the rows
+# (which then has a later snapshot): an appender of this schema holds APPENDING (a shared
+# advisory lock, connection.py takes it first in every write transaction, before the transaction
+# has an id); the oldest id among the holders, or the next id to be given when a holder has none
+# yet or there is none, is the first id whose events may still come. Only this schema's writers
+# hold readers back, never another application's transactions.
+_XID8 = (  # a pg_locks transactionid (32 bits) as the 64-bit id, from the next id's epoch
+    "((s.next >> 32) << 32) + t.transactionid::text::bigint - CASE WHEN "
+    "((s.next >> 32) << 32) + t.transactionid::text::bigint > s.next THEN 4294967296 ELSE 0 END"
+)
+_MARK = (
+    "SELECT set_config('swamp.events_mark', (WITH k AS (SELECT hashtextextended(%s, 0) AS key), "
+    "s AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next), "
+    f"h AS (SELECT CASE WHEN t.transactionid IS NULL THEN s.next ELSE {_XID8} END AS x "
+    "FROM k, s, pg_locks a LEFT JOIN pg_locks t ON t.locktype = 'transactionid' "
+    "AND t.virtualtransaction = a.virtualtransaction AND t.mode = 'ExclusiveLock' "
+    "WHERE a.locktype = 'advisory' AND a.granted AND a.objsubid = 1 "
+    "AND a.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND a.classid::bigint = ((k.key >> 32) & 4294967295) AND a.objid::bigint = (k.key & 4294967295)) "
+    "SELECT (SELECT value::bigint FROM swamp_meta WHERE key = 'events_base') + "
+    "(least((SELECT min(x) FROM h), (SELECT next FROM s)) - "
+    f"(SELECT value::bigint FROM swamp_meta WHERE key = 'events_xid0')) * {PER_TRANSACTION})::text, false)"
+)
+_WATERMARK = "current_setting('swamp.events_mark')::bigint"
+_KEPT_AFTER = "(SELECT value::bigint FROM swamp_meta WHERE key = 'events_kept_after')"
 _STATE = (
-    "SELECT (SELECT value FROM swamp_meta WHERE key = 'events_epoch'), "
-    "(SELECT value FROM swamp_meta WHERE key = 'events_seq')::bigint, (SELECT min(seq) FROM events)"
+    "SELECT (SELECT value FROM swamp_meta WHERE key = 'events_epoch'), w.mark, "
+    "(SELECT max(seq) FROM events), (SELECT max(seq) FROM events WHERE seq < w.mark), "
+    f"{_KEPT_AFTER} FROM (SELECT {_WATERMARK} AS mark) AS w"
 )
 
 
@@ -44,68 +93,96 @@ class PgEventLog:
         self.skipped: list[str] = []  # rows are numbered by the database: none is out of sequence
 
     def append(self, events: list[dict[str, Any]]) -> list[str]:
-        """Append `events` (each gains its `cursor`, first, in place) in one transaction."""
+        """Append `events` in this thread's transaction (the save's; one of their own when none is
+        open). Each gains its `cursor`, first, in place, once the transaction commits."""
         if not events:
             return []
-        with self.db.transaction() as conn:
-            row = conn.execute(
-                "UPDATE swamp_meta SET value = (value::bigint + %s)::text WHERE key = 'events_seq' "
-                "RETURNING value::bigint, (SELECT value FROM swamp_meta WHERE key = 'events_epoch')",
-                (len(events),),
-            ).fetchone()
-            assert row is not None
-            last, epoch = int(row[0]), str(row[1])
-            first = last - len(events) + 1
-            cursors, rows = [], []
-            for seq, event in enumerate(events, start=first):
-                cursor = cursor_of(epoch, seq)
-                event.pop("cursor", None)
+        if len(events) >= PER_TRANSACTION:
+            raise ValueError(f"at most {PER_TRANSACTION - 1} events can be appended at once")
+        rows = []
+        for place, event in enumerate(events):
+            event.pop("cursor", None)
+            run_id = event.get("runId")
+            run = run_id if isinstance(run_id, str) else None
+            rows.append((place, run, str(event.get("event", "")), _encode(event)))
+        cursors: list[str] = []
+
+        def numbered(returned: list[tuple[Any, ...]]) -> None:
+            first = min(int(r[0]) for r in returned)
+            epoch = str(returned[0][1])
+            for place, event in enumerate(events):
+                cursor = cursor_of(epoch, first + place)
                 stamped = {"cursor": cursor, **event}
                 event.clear()
                 event.update(stamped)
                 cursors.append(cursor)
-                run_id = event.get("runId")
-                run = run_id if isinstance(run_id, str) else None
-                rows.append((seq, run, str(event.get("event", "")), _encode(event)))
-            conn.execute(
-                "INSERT INTO events (seq, run_id, kind, body) VALUES "
-                + ", ".join(["(%s, %s, %s, %s)"] * len(rows)),
+
+        with self.db.transaction():
+            self.db.send(
+                "INSERT INTO events (seq, run_id, kind, body) "
+                "SELECT n.b + (pg_current_xact_id()::text::bigint - n.x) * "
+                f"{PER_TRANSACTION} + v.place, v.run_id, v.kind, v.body "
+                f"FROM (SELECT {_NUMBERING}) AS n(b, x), (VALUES "
+                + ", ".join(["(%s::int, %s, %s, %s)"] * len(rows))
+                + ") AS v(place, run_id, kind, body) "
+                "RETURNING seq, (SELECT value FROM swamp_meta WHERE key = 'events_epoch')",
                 [value for row in rows for value in row],
+                numbered,
             )
-            if last // 1000 != (first - 1) // 1000:  # now and then: the oldest beyond KEEP go
-                conn.execute("DELETE FROM events WHERE seq <= %s", (last - KEEP,))
-            conn.execute("SELECT pg_notify(%s, %s)", (self.db.channel("events"), cursors[-1]))
+            if random.randrange(PRUNE_ONE_IN) == 0:  # now and then: the oldest beyond KEEP go
+                self.db.send(  # what is gone is said in events_kept_after (cursor_expired)
+                    "WITH gone AS (DELETE FROM events WHERE seq < "
+                    "(SELECT seq FROM events ORDER BY seq DESC OFFSET %s LIMIT 1) RETURNING seq) "
+                    "UPDATE swamp_meta SET value = "
+                    "GREATEST(value::bigint, (SELECT max(seq) FROM gone))::text "
+                    "WHERE key = 'events_kept_after' AND EXISTS (SELECT 1 FROM gone)",
+                    (KEEP,),
+                )
+            self.db.notify("events", "")
         return cursors
 
-    def _state(self) -> tuple[str, int, int | None]:
-        epoch, last, oldest = self.db.execute(_STATE)[0]
-        return str(epoch), int(last), (None if oldest is None else int(oldest))
+    def _marked(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """`sql`, reading the watermark of the statement sent just before it (one round trip)."""
+        self.db.send(_MARK, (appending_key(self.db),))
+        return self.db.execute(sql, params)
+
+    def _state(self) -> tuple[str, int, int, int]:
+        """(epoch, the end of the log for a reader starting now: the last event every reader may
+        take, the last seq given out, the seq after which every event is still kept)."""
+        epoch, watermark, newest, final, kept_after = self._marked(_STATE)[0]
+        given = int(watermark) - 1 if newest is None else max(int(watermark) - 1, int(newest))
+        end = int(kept_after) if final is None else max(int(final), int(kept_after))
+        return str(epoch), end, given, int(kept_after)
 
     def start(self) -> str:
-        epoch, last, _ = self._state()
-        return cursor_of(epoch, last)
+        epoch, end, _, _ = self._state()
+        return cursor_of(epoch, end)
 
     def check(self, after: str) -> tuple[str, int]:
-        epoch, last, first = self._state()
-        return check_cursor(after, epoch, last if first is None else first - 1, lambda: last)
+        epoch, _, given, kept_after = self._state()
+        return check_cursor(after, epoch, kept_after, lambda: given)
 
     def read(self, after: str | None, limit: int) -> list[dict[str, Any]]:
+        """The events after `after` (None: the oldest kept) that every reader may take now: those
+        below the watermark."""
         if after is None:
-            _, last, first = self._state()
-            seq = last if first is None else first - 1
+            epoch, _, _, seq = self._state()
         else:
-            _, seq = self.check(after)
-        rows = self.db.execute(
-            "SELECT seq, body FROM events WHERE seq > %s ORDER BY seq LIMIT %s", (seq, max(0, limit))
+            epoch, seq = self.check(after)
+        rows = self._marked(
+            f"SELECT seq, body, {_KEPT_AFTER} FROM events "
+            f"WHERE seq > %s AND seq < {_WATERMARK} ORDER BY seq LIMIT %s",
+            (seq, max(0, limit)),
         )
-        if rows and after is not None and int(rows[0][0]) != seq + 1:
-            self.check(after)  # pruned since it was checked: refused
+        if rows and after is not None and seq < int(rows[0][2]):
+            self.check(after)  # pruned since it was checked: refused, never a silent gap
         found = []
-        for _, body in rows:
+        for number, body, _ in rows:
             with contextlib.suppress(ValueError):
                 event = json.loads(body)
                 if isinstance(event, dict):
-                    found.append(event)
+                    event.pop("cursor", None)  # events appended before schema version 2 hold theirs
+                    found.append({"cursor": cursor_of(epoch, int(number)), **event})
         return found
 
     def changes(self) -> Listener:
@@ -171,7 +248,12 @@ class Listener:
         return woken
 
     def wait(self, timeout: float | None) -> bool:
+        """True when the caller should read again: a notification, a change of its files, the
+        connection lost, or HINT_SECONDS without any (a notification is a hint that can be lost,
+        and events held back by the watermark are announced by nobody); False when `timeout`
+        passed first."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        hint = time.monotonic() + HINT_SECONDS
         while True:
             if self._conn is None:
                 self._listen()  # the database went away and came back: listen again
@@ -180,9 +262,13 @@ class Listener:
                 return True
             if self._changes is not None and self._changes.wait(0):
                 return True
-            left = None if deadline is None else deadline - time.monotonic()
+            now = time.monotonic()
+            left = None if deadline is None else deadline - now
             if left is not None and left <= 0:
                 return False
+            if now >= hint:
+                return True
+            left = hint - now if left is None else min(left, hint - now)
             fds = [self._conn.fileno()] if self._conn is not None else []
             inotify = getattr(self._changes, "_inotify", None)
             if inotify is not None:
@@ -191,6 +277,11 @@ class Listener:
                 left = POLL_SECONDS if left is None else min(left, POLL_SECONDS)
             with contextlib.suppress(OSError):  # a connection closed under us: the next _drain sees it
                 readable(fds, left)
+
+
+def appending_key(db: Database) -> str:
+    """The name of the shared lock every writer of the schema holds (connection.py)."""
+    return f"{db.schema}:events"
 
 
 def RunChanges(db: Database, run_id: str, journal_path: str) -> Listener:  # noqa: N802 - a factory

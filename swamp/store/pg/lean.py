@@ -11,15 +11,23 @@ use psycopg. The libpq loaded is psycopg's own bundled one when the binary wheel
 Only what the store needs: text-format parameters (`%s` placeholders, `%%` for a literal percent),
 results converted by column type (bool, integers, floats, text, timestamptz), autocommit with
 explicit transactions, and errors carrying their SQLSTATE. Nothing else of psycopg is imitated.
+
+One addition of its own: `send` queues a statement whose result is not needed at once (BEGIN, an
+INSERT, COMMIT); the next `execute` or `flush` sends everything queued in one libpq pipeline, so a
+transaction of several statements costs one round trip (issue 31: a signal's write went from
+eleven round trips to one). A queued statement that fails raises from that `execute` or `flush`;
+the statements after it in the pipeline are skipped by the server (their transaction is aborted).
+Placeholders are converted once per statement text (`_placeholders` is cached).
 """
 
 from __future__ import annotations
 
 import ctypes
 import datetime as dt
+import functools
 import glob
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -27,6 +35,7 @@ from ..counts import COUNTS
 
 _WRITES = (b"INSERT", b"UPDATE", b"DELETE", b"WITH")
 _OK_STATUSES = (1, 2)  # PGRES_COMMAND_OK, PGRES_TUPLES_OK
+_PIPELINE_SYNC, _PIPELINE_ABORTED = 10, 11
 _CONNECTION_OK = 0
 _DIAG_SQLSTATE, _DIAG_PRIMARY = ord("C"), ord("M")
 _BOOL, _INTS, _FLOATS, _TIMESTAMPTZ = 16, (20, 21, 23, 26), (700, 701), 1184
@@ -95,6 +104,11 @@ def _libpq() -> Any:
         "PQgetisnull": (i, [p, i, i]),
         "PQcmdTuples": (s, [p]),
         "PQclear": (None, [p]),
+        "PQenterPipelineMode": (i, [p]),
+        "PQexitPipelineMode": (i, [p]),
+        "PQpipelineSync": (i, [p]),
+        "PQsendQueryParams": (i, [p, s, i, p, ctypes.POINTER(s), p, p, i]),
+        "PQgetResult": (p, [p]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -128,6 +142,7 @@ def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+@functools.lru_cache(maxsize=512)
 def _placeholders(sql: str) -> str:
     """psycopg's `%s` placeholders as libpq's `$n` (`%%` is a literal percent)."""
     out, n, i = [], 0, 0
@@ -173,6 +188,9 @@ def _value(raw: bytes, oid: int) -> Any:
     return text
 
 
+_Statement = tuple[bytes, list[bytes | None], Any]  # query, text parameters, on_rows
+
+
 class Cursor:
     def __init__(self, rows: list[tuple[Any, ...]] | None, rowcount: int):
         self._rows = rows or []
@@ -193,44 +211,141 @@ class Connection:
         self._lib = lib
         self.broken = False
         self._depth = 0
+        self._queue: list[_Statement] = []
+        self._open = self._lazy = False  # in a transaction, and one that does not wait for the disk
 
     @property
     def closed(self) -> bool:
         return self._handle is None
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Cursor:
+        statement = self._statement(sql, params, None)
+        if self._queue:
+            queued, self._queue = self._queue, []
+            return self._pipeline([*queued, statement])
         if self._handle is None:
             raise OperationalError("the connection is closed")
-        lib = self._lib
+        query, values, _ = statement
+        self._count([statement])
+        array = (ctypes.c_char_p * max(len(values), 1))(*values)
+        result = self._lib.PQexecParams(self._handle, query, len(values), None, array, None, None, 0)
+        try:
+            return self._cursor(result)
+        finally:
+            if result:
+                self._lib.PQclear(result)
+
+    def send(
+        self,
+        sql: str,
+        params: Sequence[Any] | None = None,
+        on_rows: Callable[[list[tuple[Any, ...]]], None] | None = None,
+    ) -> None:
+        """Queue a statement for the next round trip; `on_rows` gets its rows then."""
+        self._queue.append(self._statement(sql, params, on_rows))
+
+    def flush(self) -> None:
+        """Send what is queued, in one round trip."""
+        if self._queue:
+            queued, self._queue = self._queue, []
+            self._pipeline(queued)
+
+    def discard(self) -> None:
+        """Forget what is queued (its transaction is being rolled back)."""
+        self._queue = []
+
+    def _statement(self, sql: str, params: Sequence[Any] | None, on_rows: Any) -> _Statement:
         values = [_text(v) for v in (params or ())]
         if any(v is not None and b"\0" in v for v in values):  # libpq would send the text cut at the NUL
             raise DataError("PostgreSQL text cannot contain NUL (0x00) characters")
-        array = (ctypes.c_char_p * max(len(values), 1))(*values)
         query = (_placeholders(sql) if params is not None else sql).encode("utf-8")  # as psycopg
+        return query, values, on_rows
+
+    def _count(self, statements: list[_Statement]) -> None:
+        """Round trips, and commits that wait for the disk: a COMMIT (not of a transaction that
+        set synchronous_commit off) or a write outside a transaction."""
         COUNTS["roundTrips"] += 1
-        if query == b"COMMIT" or (self._depth == 0 and query.startswith(_WRITES)):
-            COUNTS["commits"] += 1  # a transaction that wrote (an autocommit write is one too)
-        result = lib.PQexecParams(self._handle, query, len(values), None, array, None, None, 0)
+        for query, _, _ in statements:
+            if query == b"BEGIN":
+                self._open, self._lazy = True, False
+            elif query.startswith(b"SET LOCAL synchronous_commit TO off"):
+                self._lazy = True
+            elif query in (b"COMMIT", b"ROLLBACK"):
+                if query == b"COMMIT" and not self._lazy:
+                    COUNTS["commits"] += 1
+                self._open = False
+            elif not self._open and query.startswith(_WRITES):
+                COUNTS["commits"] += 1
+
+    def _pipeline(self, statements: list[_Statement]) -> Cursor:
+        """Send `statements` in one pipeline and read every result: the last one's cursor, each
+        `on_rows` called; the first error raised once every result is read."""
+        if self._handle is None:
+            raise OperationalError("the connection is closed")
+        lib, handle = self._lib, self._handle
+        self._count(statements)
+        if not lib.PQenterPipelineMode(handle):
+            self._raise(None)
+        failure: BaseException | None = None
+        last = Cursor(None, -1)
         try:
-            status = lib.PQresultStatus(result) if result else -1
-            if status not in _OK_STATUSES:
-                self._raise(result)
-            fields = lib.PQnfields(result)
-            if fields == 0:
-                count = lib.PQcmdTuples(result)
-                return Cursor(None, int(count) if count else -1)
-            types = [lib.PQftype(result, c) for c in range(fields)]
-            get, null = lib.PQgetvalue, lib.PQgetisnull
-            rows = [
-                tuple(
-                    None if null(result, r, c) else _value(get(result, r, c), types[c]) for c in range(fields)
-                )
-                for r in range(lib.PQntuples(result))
-            ]
-            return Cursor(rows, len(rows))
-        finally:
+            for query, values, _ in statements:
+                array = (ctypes.c_char_p * max(len(values), 1))(*values)
+                if not lib.PQsendQueryParams(handle, query, len(values), None, array, None, None, 0):
+                    self._raise(None)
+            if not lib.PQpipelineSync(handle):
+                self._raise(None)
+            for _, _, on_rows in statements:
+                result = lib.PQgetResult(handle)
+                if not result:
+                    self._raise(None)
+                try:
+                    status = lib.PQresultStatus(result)
+                    if status == _PIPELINE_ABORTED:
+                        continue
+                    try:
+                        last = self._cursor(result)
+                    except Error as exc:
+                        failure = failure or exc
+                        continue
+                finally:
+                    lib.PQclear(result)
+                    while (extra := lib.PQgetResult(handle)):  # the NULL that ends a statement's results
+                        lib.PQclear(extra)
+                if on_rows is not None and failure is None:
+                    on_rows(last.fetchall())
+            result = lib.PQgetResult(handle)
+            synced = bool(result) and lib.PQresultStatus(result) == _PIPELINE_SYNC
             if result:
                 lib.PQclear(result)
+            if not synced:
+                self._raise(None)
+        except BaseException:
+            self.broken = self.broken or lib.PQstatus(handle) != _CONNECTION_OK
+            raise
+        finally:
+            if not self.broken:
+                lib.PQexitPipelineMode(handle)
+        if failure is not None:
+            raise failure
+        return last
+
+    def _cursor(self, result: Any) -> Cursor:
+        lib = self._lib
+        status = lib.PQresultStatus(result) if result else -1
+        if status not in _OK_STATUSES:
+            self._raise(result)
+        fields = lib.PQnfields(result)
+        if fields == 0:
+            count = lib.PQcmdTuples(result)
+            return Cursor(None, int(count) if count else -1)
+        types = [lib.PQftype(result, c) for c in range(fields)]
+        get, null = lib.PQgetvalue, lib.PQgetisnull
+        rows = [
+            tuple(None if null(result, r, c) else _value(get(result, r, c), types[c]) for c in range(fields))
+            for r in range(lib.PQntuples(result))
+        ]
+        return Cursor(rows, len(rows))
 
     def _raise(self, result: int | None) -> None:
         lib = self._lib
@@ -250,20 +365,41 @@ class Connection:
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """BEGIN ... COMMIT (a savepoint when nested); rolled back when the block raises."""
+        """BEGIN ... COMMIT (a savepoint when nested); rolled back when the block raises. BEGIN is
+        queued, so it travels with the transaction's first statement, and COMMIT sends what is
+        still queued with it."""
         name = f"s{self._depth}"
-        self.execute("BEGIN" if self._depth == 0 else f"SAVEPOINT {name}")
+        if self._depth == 0:
+            self.send("BEGIN")
+        else:
+            self.execute(f"SAVEPOINT {name}")
         self._depth += 1
         try:
             yield self
         except BaseException:
             self._depth -= 1
-            if not self.broken and self._handle is not None:
+            if self._depth == 0:
+                self.rollback()
+            elif not self.broken and self._handle is not None:
                 with suppress(Error):
-                    self.execute("ROLLBACK" if self._depth == 0 else f"ROLLBACK TO SAVEPOINT {name}")
+                    self.execute(f"ROLLBACK TO SAVEPOINT {name}")
             raise
         self._depth -= 1
-        self.execute("COMMIT" if self._depth == 0 else f"RELEASE SAVEPOINT {name}")
+        try:
+            self.execute("COMMIT" if self._depth == 0 else f"RELEASE SAVEPOINT {name}")
+        except Error:  # a queued statement failed: its transaction is aborted, end it
+            if self._depth == 0:
+                self.rollback()
+            raise
+
+    def rollback(self) -> None:
+        """End the open transaction without keeping it: what is queued is forgotten, and ROLLBACK
+        is sent only when BEGIN was (else the server would warn on stderr that none is open)."""
+        unsent = bool(self._queue) and self._queue[0][0] == b"BEGIN"
+        self.discard()
+        if not unsent and not self.broken and self._handle is not None:
+            with suppress(Error):
+                self.execute("ROLLBACK")
 
     def close(self) -> None:
         if self._handle is not None:

@@ -18,13 +18,15 @@ from .idents import quote_ident
 MIGRATE_LOCK = 0x5357414D50  # "SWAMP": the advisory lock key migrations hold
 
 # Tables (unqualified: they live in the connection's first search_path schema):
-#   swamp_meta  key/value: schema_version, events_epoch (8 hex digits), events_seq (last cursor)
+#   swamp_meta  key/value: schema_version, events_epoch (8 hex digits), events_base and
+#               events_xid0 (how events are numbered, events.py), events_kept_after (events
+#               after this seq are all kept; until version 2: events_seq, the last seq)
 #   runs        one row per run: the record's JSON text, and the columns the indexes need
 #               (next_deadline_iso: the earliest open deadline as the record writes it)
 #   waits       the wait index: wait ID -> the run that holds (or held, or reserved) it
 #   audit       the audit trail, one row per entry, in insertion order per run
 #   held        signals held for waits that have not opened or whose run was busy
-#   events      published changes, seq gap-free in commit order (events_seq is bumped under a lock)
+#   events      published changes, numbered from their transaction's id (events.py)
 MIGRATIONS: list[tuple[int, str]] = [
     (
         1,
@@ -73,6 +75,22 @@ MIGRATIONS: list[tuple[int, str]] = [
             body text NOT NULL,
             at timestamptz NOT NULL DEFAULT now()
         );
+        """,
+    ),
+    (
+        2,
+        # Event numbers from transaction ids (events.py): no counter row that every append locks.
+        # Numbering goes on above every seq given before, so a cursor a client holds stays valid.
+        """
+        INSERT INTO swamp_meta (key, value) VALUES
+            ('events_base', (GREATEST(
+                COALESCE((SELECT max(seq) FROM events), 0),
+                COALESCE((SELECT value::bigint FROM swamp_meta WHERE key = 'events_seq'), 0)) + 1)::text),
+            ('events_xid0', pg_current_xact_id()::text),
+            ('events_kept_after', (COALESCE((SELECT min(seq) FROM events) - 1,
+                (SELECT value::bigint FROM swamp_meta WHERE key = 'events_seq'), 0))::text)
+        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
+        DELETE FROM swamp_meta WHERE key = 'events_seq'
         """,
     ),
 ]
@@ -142,8 +160,7 @@ def migrate(db: Database) -> dict[str, Any]:
         if applied:
             epoch = os.urandom(4).hex()
             conn.execute(
-                "INSERT INTO swamp_meta (key, value) VALUES ('schema_version', %s), "
-                "('events_epoch', %s), ('events_seq', '0') "
+                "INSERT INTO swamp_meta (key, value) VALUES ('schema_version', %s), ('events_epoch', %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value "
                 "WHERE swamp_meta.key = 'schema_version'",
                 (str(CURRENT), epoch),

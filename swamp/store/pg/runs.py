@@ -100,24 +100,24 @@ class PgRunRepository:
         )
         waits = [] if settled_only else run.signalable_wait_ids()
         self._refuse_nul(run, row, waits)
-        channel = self.db.channel("saved")
-        with self.db.transaction() as conn:
+        db = self.db
+        with db.transaction():  # sent in one round trip with its COMMIT (lean.py's pipeline)
             if self.datastore is not None:  # completion's copy of what is open: out of date
                 self.after_commit(partial(drop_cache, self.datastore))
-            conn.execute(_UPSERT, row)
+            db.send(_UPSERT, row)
             if waits:
-                conn.execute(
+                db.send(
                     "INSERT INTO waits (wait_id, run_id, workflow_id) VALUES "
                     + ", ".join(["(%s, %s, %s)"] * len(waits))
                     + " ON CONFLICT (wait_id) DO NOTHING",
                     [value for w in waits for value in (w, run.id, run.workflowId)],
                 )
             if audit is not None:
-                conn.execute(
+                db.send(
                     "INSERT INTO audit (run_id, entry) VALUES (%s, %s)",
                     (run.id, json.dumps(audit, ensure_ascii=False)),
                 )
-            conn.execute("SELECT pg_notify(%s, %s)", (channel, run.id))
+            db.notify("saved", run.id)
             # Told inside the transaction: the events it appends commit with the save (one commit,
             # and no event lost between the two); what must wait for the commit (hooks) defers
             # itself with after_commit.
@@ -235,6 +235,9 @@ class PgRunRepository:
             return None
         run = self._parse(rows[0][0], rows[0][1])
         return run if run.holds_wait(wait_id) else None
+
+    def read_holding(self, wait_id: str) -> WorkflowRun | None:
+        return self.find_wait(wait_id)  # one query: the wait index joined to the runs
 
     def wait_ids_starting(self, prefix: str) -> list[str]:
         rows = self.db.execute(

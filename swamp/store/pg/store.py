@@ -76,10 +76,12 @@ class PgStore:
         datastore = str(self.layout.datastore) if self.layout is not None else None
         return PgRunRepository(self.db, on_change=on_change, datastore=datastore)
 
-    def claim(self, run_id: str, *, timeout: float | None = None, purpose: str = "") -> PgClaim:
+    def claim(
+        self, run_id: str, *, timeout: float | None = None, purpose: str = "", brief: bool = False
+    ) -> PgClaim:
         from .claim import PgClaim
 
-        return PgClaim(self.db, run_id, timeout=timeout, purpose=purpose)
+        return PgClaim(self.db, run_id, timeout=timeout, purpose=purpose, brief=brief)
 
     def claim_held(self, run_id: str) -> bool:
         from .claim import claim_held
