@@ -163,8 +163,7 @@ def test_a_signal_killed_mid_transaction_leaves_the_old_record_and_no_audit(
     )
     after = db.execute("SELECT record FROM runs WHERE run_id = %s", (run_id,)).fetchone()[0]
     audited = db.execute("SELECT count(*) FROM audit WHERE run_id = %s", (run_id,)).fetchone()[0]
-    entries = [r[0] for r in db.execute("SELECT entry FROM audit WHERE run_id = %s", (run_id,)).fetchall()]
-    assert (after == before and audited == 0) or (after != before and audited == 1), (after == before, entries)
+    assert (after == before and audited == 0) or (after != before and audited == 1), audited
     done = pg_repo.swamp("workflow", "signal", wait_id, "--payload", "5", "--json")
     if after == before:
         assert done.code == 0, done  # nothing left locked: the next signal goes through
