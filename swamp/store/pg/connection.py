@@ -52,6 +52,7 @@ class Database:
         self._lock = threading.Lock()
         self._opened: list[Any] = []
         self._schema: str | None = None
+        self.events_refused = False  # runs.py: save again without the event log's append
 
     # -- connections --------------------------------------------------------------------------------
 
@@ -212,6 +213,10 @@ class Database:
         if on_rows is not None:
             on_rows(rows)
 
+    def failed_statement(self) -> str | None:
+        """The statement of this thread's last failed pipeline that the database refused."""
+        return getattr(self._local, "failed_statement", None)
+
     def in_transaction(self) -> bool:
         return bool(getattr(self._local, "depth", 0))
 
@@ -242,6 +247,7 @@ class Database:
         try:
             yield
         except _errors() as exc:
+            self._local.failed_statement = getattr(exc, "statement", None)
             state = getattr(exc, "sqlstate", None)  # psycopg calls a full disk (53100) operational too
             if state == LOCK_NOT_AVAILABLE and getattr(self._local, "brief_claim", False):
                 raise LockRefused() from None  # a brief claim's lock, sent with this statement

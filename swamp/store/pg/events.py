@@ -37,6 +37,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ...domain.errors import StorageError
 from ..events import check_cursor, cursor_of
 from ..notify import POLL_SECONDS, Changes, readable
 from .connection import Database
@@ -97,6 +98,12 @@ class PgEventLog:
         open). Each gains its `cursor`, first, in place, once the transaction commits."""
         if not events:
             return []
+        if getattr(self.db, "events_refused", False):  # runs.py: the database refused the append
+            raise StorageError(
+                f"Could not write to the PostgreSQL store at {self.db.shown}: the database refused "
+                "the event log's append; fix what it says (a trigger, a right on the events table)",
+                {"path": None, "errno": None, "store": self.db.shown},
+            )
         if len(events) >= PER_TRANSACTION:
             raise ValueError(f"at most {PER_TRANSACTION - 1} events can be appended at once")
         rows = []

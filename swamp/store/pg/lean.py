@@ -43,6 +43,7 @@ _BOOL, _INTS, _FLOATS, _TIMESTAMPTZ = 16, (20, 21, 23, 26), (700, 701), 1184
 
 class Error(Exception):
     sqlstate: str | None = None
+    statement: str | None = None  # in a pipeline: the statement that failed
 
 
 class OperationalError(Error):
@@ -295,7 +296,7 @@ class Connection:
                     self._raise(None)
             if not lib.PQpipelineSync(handle):
                 self._raise(None)
-            for _, _, on_rows in statements:
+            for query, _, on_rows in statements:
                 result = lib.PQgetResult(handle)
                 if not result:
                     self._raise(None)
@@ -306,7 +307,9 @@ class Connection:
                     try:
                         last = self._cursor(result)
                     except Error as exc:
-                        failure = failure or exc
+                        if failure is None:
+                            exc.statement = query.decode("utf-8", "replace")  # which one failed
+                            failure = exc
                         continue
                 finally:
                     lib.PQclear(result)

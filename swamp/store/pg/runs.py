@@ -84,6 +84,23 @@ class PgRunRepository:
         self._save(run, entry, settled_only)
 
     def _save(self, run: WorkflowRun, audit: dict[str, object] | None, settled_only: bool) -> None:
+        try:
+            self._write(run, audit, settled_only)
+        except StorageError:
+            # The events are appended in the save's transaction (one commit); when the database
+            # refused the append itself (a trigger, a right revoked), the save is written again
+            # without it, so publishing never fails the save (EVENT-014): those events are lost,
+            # and publish says so on stderr.
+            failed = self.db.failed_statement() or ""
+            if not failed.startswith(("INSERT INTO events", "WITH gone AS")) or self.db.in_transaction():
+                raise
+            self.db.events_refused = True
+            try:
+                self._write(run, audit, settled_only)
+            finally:
+                self.db.events_refused = False
+
+    def _write(self, run: WorkflowRun, audit: dict[str, object] | None, settled_only: bool) -> None:
         data = json.dumps(run.to_dict(), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         entry = active_entry(run)
         deadline = entry["nextDeadline"]
@@ -100,6 +117,16 @@ class PgRunRepository:
         )
         waits = [] if settled_only else run.signalable_wait_ids()
         self._refuse_nul(run, row, waits)
+        published = run.published
+        try:
+            self._transaction(run, row, waits, audit)
+        except BaseException:
+            run.published = published  # not saved: the next save publishes these changes
+            raise
+
+    def _transaction(
+        self, run: WorkflowRun, row: tuple[Any, ...], waits: list[str], audit: dict[str, object] | None
+    ) -> None:
         db = self.db
         with db.transaction():  # sent in one round trip with its COMMIT (lean.py's pipeline)
             if self.datastore is not None:  # completion's copy of what is open: out of date
