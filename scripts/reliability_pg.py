@@ -288,13 +288,18 @@ class Trial:
         return Counter(s for (s,) in self.cluster.query(self.url, "SELECT status FROM runs"))
 
     def settle(self, total: int) -> bool:
-        """Wait until no run is suspended or running with its claim held (BOUND at most)."""
+        """Wait until no run is suspended or running with its claim held (BOUND at most). The
+        claim is the advisory lock keyed by `<schema>:<runId>` (a serve holds other advisory
+        locks for as long as it lives: its announcements)."""
         deadline = time.monotonic() + BOUND
         while time.monotonic() < deadline:
             rows = self.cluster.query(
                 self.url,
-                "SELECT count(*) FROM runs WHERE status = 'suspended' OR status = 'running' AND EXISTS ("
-                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted)",
+                "SELECT count(*) FROM runs r WHERE r.status = 'suspended' OR r.status = 'running' AND "
+                "EXISTS (SELECT 1 FROM pg_locks l, (SELECT hashtextextended(current_schema() || ':' || "
+                "r.run_id, 0) AS key) k WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+                "AND l.classid::bigint = ((k.key >> 32) & 4294967295) "
+                "AND l.objid::bigint = (k.key & 4294967295))",
             )
             if rows[0][0] == 0:
                 return True

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..domain.errors import CursorExpired, StorageError, SwampError, TooManyRequests
+from ..domain.errors import CursorExpired, StorageError, StoreUnavailable, SwampError, TooManyRequests
 
 if TYPE_CHECKING:
     from ..app.context import App
@@ -76,15 +76,21 @@ class Follower:
 
     def follow(self) -> None:
         """The thread's body: sweep, then follow the log until serve shuts down."""
-        try:
-            app = self._app()
-            log = app.events
-        except SwampError as exc:
-            self.log(
-                f"auto-continue follows no repository ({exc.message}); only signals sent through "
-                "this serve continue runs"
-            )
-            return
+        while True:
+            try:
+                app = self._app()
+                log = app.events
+                break
+            except (StorageError, StoreUnavailable) as exc:  # the store is restarting: not for good
+                self.log(f"auto-continue: {exc.message}; trying again in {ERROR_PAUSE:g}s")
+                if self.stopping.wait(ERROR_PAUSE):
+                    return
+            except SwampError as exc:
+                self.log(
+                    f"auto-continue follows no repository ({exc.message}); only signals sent through "
+                    "this serve continue runs"
+                )
+                return
         while not self.stopping.is_set():
             try:
                 self._follow(app, log)

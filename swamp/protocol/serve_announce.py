@@ -23,12 +23,20 @@ def hold_announcements(
     from ..app.context import App
 
     held: list[tuple[str, Any]] = []
-    for name in names:
+    pending: list[str] = []
+
+    def take(name: str) -> bool:
         try:
             held.append((name, App.open(repo_dir).store.announce(name)))
+            return True
         except SwampError as exc:
-            log(f"announcing {name} in the store: {exc.message}")
-    if not held:
+            log(f"announcing {name} in the store: {exc.message}; trying again in {RENEW_SECONDS:g}s")
+            return False
+
+    for name in names:
+        if not take(name):
+            pending.append(name)  # the store may be restarting: said as soon as it is back
+    if not held and not pending:
         return
 
     def keep() -> None:
@@ -38,6 +46,7 @@ def hold_announcements(
                     announcement.renew()
                 except SwampError as exc:
                     log(f"announcing {name} in the store: {exc.message}")
+            pending[:] = [name for name in pending if not take(name)]
         for _, announcement in held:
             with contextlib.suppress(Exception):
                 announcement.release()

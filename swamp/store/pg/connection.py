@@ -37,6 +37,7 @@ CONNECT_TIMEOUT = 10  # seconds: a host that does not answer is refused, never w
 CHANNEL_BYTES = 63  # PostgreSQL's limit on an identifier (a channel name), in bytes
 INSUFFICIENT_PRIVILEGE = "42501"
 LOCK_NOT_AVAILABLE = "55P03"
+_WRITES = ("INSERT", "UPDATE", "DELETE", "WITH")  # statements that give a transaction its id
 
 
 class LockRefused(Exception):
@@ -145,11 +146,7 @@ class Database:
         try:
             with self.errors(doing):
                 _begin(conn)
-                # Before the transaction has an id: readers of the event log hold back for it
-                # (events.py's watermark) until it ends.
-                self.send(
-                    "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))", (f"{self.schema}:events",)
-                )
+                self._local.appending = False
                 try:
                     yield conn
                 except BaseException:
@@ -188,6 +185,19 @@ class Database:
         for channel, payload in notes:
             conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
+    def _appending(self, conn: Any) -> None:
+        """Before the transaction's first write gives it an id (and never while it waits for a
+        claim): the shared lock that makes readers of the event log hold back for it until it
+        ends (events.py's watermark)."""
+        if getattr(self._local, "appending", True):
+            return
+        self._local.appending = True
+        sql, key = "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))", (f"{self.schema}:events",)
+        if isinstance(conn, lean.Connection):
+            conn.send(sql, key)
+        else:
+            conn.execute(sql, key)
+
     def notify(self, channel: str, payload: str) -> None:
         """NOTIFY `channel` (this schema's, channel()) once this thread's transaction commits
         (now, when none is open); the same notification asked twice in one transaction is sent
@@ -204,6 +214,8 @@ class Database:
         """A statement whose result is not needed now: with the lean driver it travels with the
         next round trip (at the latest the commit); `on_rows` gets its rows then."""
         conn = self.connection()
+        if sql.startswith(_WRITES) and getattr(self._local, "depth", 0):
+            self._appending(conn)
         if isinstance(conn, lean.Connection):
             conn.send(sql, params, on_rows)
             return
@@ -235,6 +247,8 @@ class Database:
     def execute(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         """Run one statement on this thread's connection (autocommit); its rows, if any."""
         conn = self.connection()
+        if sql.startswith(_WRITES) and getattr(self._local, "depth", 0):
+            self._appending(conn)
         with self.errors("read from"):
             cur = conn.execute(sql, params)
             return cur.fetchall() if cur.description is not None else []
