@@ -69,6 +69,7 @@ class WorkflowExecutor:
         self._interruption: tuple[str, str | None] | None = None
         # A save was deferred (RUN-035): the run changed since its record was last written.
         self._unsaved = False
+        self._jobs_executing = 0  # jobs of the current job level still executing (their threads)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -93,15 +94,25 @@ class WorkflowExecutor:
             if self.services.early is not None:
                 self.services.early.after_save(self.run)
 
-    def _save_before_effect(self, job: Job, level: list[StepRun]) -> None:
-        """RUN-034: before steps that act outside the run start, what the run did so far is durable
-        (the run `running`, earlier levels' outputs): a process killed during the step leaves a
-        record that reads as interrupted, and the step reading the record finds it so."""
+    def _save_before_effect(self, job: Job, level: list[StepRun]) -> bool:
+        """RUN-034 (b): before steps that act outside the run start, what the run did so far is
+        durable (the run `running`, earlier levels' outputs): a process killed during the step
+        leaves a record that reads as interrupted, and the step reading the record finds it so.
+        True: the level holds such a step."""
         acting = [s for s in level if s.status in ("pending", "running")]
-        if any(has_effect(_step_def(job, s.template).task) for s in acting):
-            with self.lock:
-                if self._unsaved:
-                    self._save()
+        if not any(has_effect(_step_def(job, s.template).task) for s in acting):
+            return False
+        with self.lock:
+            if self._unsaved:
+                self._save()
+        return True
+
+    def _save_after_level(self, acted: bool) -> None:
+        """RUN-034 (c): a level whose steps acted outside the run is durable at once while another
+        job is still executing (a step of it may yet kill the process); otherwise its save waits
+        for the next durable one (RUN-035)."""
+        with self.lock:
+            self._save(durable=acted and self._jobs_executing > 1)
 
     def _sweep_held(self) -> bool:
         """After the last save before the claim goes: what was held for the run's waits meanwhile
@@ -281,6 +292,15 @@ class WorkflowExecutor:
     # -- jobs ----------------------------------------------------------------------------------
 
     def _run_job(self, job: Job) -> None:
+        with self.lock:
+            self._jobs_executing += 1
+        try:
+            self._execute_job(job)
+        finally:
+            with self.lock:
+                self._jobs_executing -= 1
+
+    def _execute_job(self, job: Job) -> None:
         job_run = self.run.job(job.name)
         if job_run.status in ("succeeded", "failed", "skipped"):
             return
@@ -307,9 +327,9 @@ class WorkflowExecutor:
                 break
             scope = self._scope(job_run)
             cap = resolve_cap(self._level_cap(job, level), self.services.max_concurrency)
-            self._save_before_effect(job, level)
+            acted = self._save_before_effect(job, level)
             self._parallel(level, cap, partial(self._run_step, job, job_run, scope=scope))
-            self._save(durable=False)
+            self._save_after_level(acted)
             with self.lock:
                 failed = any(s.status == "failed" and not s.allowedFailure for s in job_run.steps)
         with self.lock:
