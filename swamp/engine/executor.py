@@ -94,25 +94,22 @@ class WorkflowExecutor:
             if self.services.early is not None:
                 self.services.early.after_save(self.run)
 
-    def _save_before_effect(self, job: Job, level: list[StepRun]) -> bool:
+    def _save_before_effect(self, job: Job, level: list[StepRun]) -> None:
         """RUN-034 (b): before steps that act outside the run start, what the run did so far is
         durable (the run `running`, earlier levels' outputs): a process killed during the step
-        leaves a record that reads as interrupted, and the step reading the record finds it so.
-        True: the level holds such a step."""
+        leaves a record that reads as interrupted, and the step reading the record finds it so."""
         acting = [s for s in level if s.status in ("pending", "running")]
-        if not any(has_effect(_step_def(job, s.template).task) for s in acting):
-            return False
-        with self.lock:
-            if self._unsaved:
-                self._save()
-        return True
+        if any(has_effect(_step_def(job, s.template).task) for s in acting):
+            with self.lock:
+                if self._unsaved:
+                    self._save()
 
-    def _save_after_level(self, acted: bool) -> None:
-        """RUN-034 (c): a level whose steps acted outside the run is durable at once while another
-        job is still executing (a step of it may yet kill the process); otherwise its save waits
-        for the next durable one (RUN-035)."""
+    def _save_after_level(self) -> None:
+        """RUN-034 (c): while another job is still executing (a step of it may yet kill the process,
+        and whoever watches may answer a wait this level opened), the level is durable at once;
+        otherwise its save waits for the next durable one (RUN-035)."""
         with self.lock:
-            self._save(durable=acted and self._jobs_executing > 1)
+            self._save(durable=self._jobs_executing > 1)
 
     def _sweep_held(self) -> bool:
         """After the last save before the claim goes: what was held for the run's waits meanwhile
@@ -327,9 +324,9 @@ class WorkflowExecutor:
                 break
             scope = self._scope(job_run)
             cap = resolve_cap(self._level_cap(job, level), self.services.max_concurrency)
-            acted = self._save_before_effect(job, level)
+            self._save_before_effect(job, level)
             self._parallel(level, cap, partial(self._run_step, job, job_run, scope=scope))
-            self._save_after_level(acted)
+            self._save_after_level()
             with self.lock:
                 failed = any(s.status == "failed" and not s.allowedFailure for s in job_run.steps)
         with self.lock:
