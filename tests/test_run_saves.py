@@ -12,6 +12,7 @@ from helpers import Repo, dep, jdep, job, make_repo, sh
 
 from swamp.app import publish as publish_module
 from swamp.domain.changes import run_changes
+from swamp.store.counts import COUNTS
 from swamp.store.runs import RunRepository
 
 
@@ -75,8 +76,10 @@ def test_the_bench_continuation_is_two_writes_and_its_run_two(repo: Repo, saves:
 
     repo.handle("workflow.signal", {"waitId": wait_id(repo, run, "review"), "payload": {"ok": 1}})
     saves.clear()
+    fsyncs = COUNTS["fsyncs"]
     done = repo.handle("workflow.resume", {"workflow": "bench", "run": run["id"]})
     assert done["status"] == "succeeded"
+    assert COUNTS["fsyncs"] - fsyncs == 4  # issue 31: two durable writes (file and folder each)
     # One write before the model method (running, the settled wait in it), one at the end.
     assert [s["status"] for s in saves] == ["running", "succeeded"]
     review_status, review_outputs = saves[0]["steps"]["main.review"]
