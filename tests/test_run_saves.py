@@ -153,3 +153,21 @@ def test_a_retried_run_that_ends_publishes_run_finished(
     assert retried["status"] == "succeeded"
     assert [s["status"] for s in saves] == ["running", "succeeded"]
     assert [e["event"] for e in published] == ["run_finished"]
+
+
+BESIDE = "b0000000-0000-4000-8000-000000000036"
+
+
+def test_a_wait_opened_beside_a_running_job_is_in_the_record_while_that_job_runs(repo: Repo):
+    # `look`'s command polls the record for `review` waiting (10 s at most): RUN-034 (c) saves the
+    # level that opened it at once, since the job `work` is still executing. (`pre` makes `review`
+    # open well after `look`'s own save before its command.)
+    poll = (
+        'for i in $(seq 200); do grep -q \'"name":"review","status":"waiting"\' '
+        f".swamp/workflow-runs/{BESIDE}/*.json && exit 0; sleep 0.05; done; exit 1"
+    )
+    ask = job("ask", sh("pre", "sleep 0.3"), wait("review", dependsOn=[dep("pre")]))
+    repo.write_workflow("beside", [job("work", sh("look", poll)), ask], id=BESIDE)
+    doc = repo.run("beside")
+    assert doc["status"] == "suspended"
+    assert doc["jobs"][0]["steps"][0]["status"] == "succeeded", doc["jobs"][0]["steps"][0]
