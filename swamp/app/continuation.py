@@ -10,9 +10,10 @@ Auto-continue (`serve --auto-continue`, SERVE-039..045) continues a run that som
 in any process or on any host sharing the store: `continue_answered` takes the run's claim
 without waiting (a serve never queues behind another), re-reads the run under it and continues it
 only if it still waits for nothing. The claim and the re-read are what make it once: of several
-serves that saw the same settled wait, the first takes the claim and saves the run `running`;
-every other one either finds the claim taken or, once it is free, a run that is no longer
-suspended.
+serves that saw the same settled wait, the first takes the claim and continues the run; every
+other one either finds the claim taken or, once it is free, a run no longer suspended and answered
+(its `running` is saved only before its first effect, RUN-035: until then the record still reads
+suspended and answered, which is why the claim, not the status, decides).
 
 Machinery below the use cases (signal, approve, and serve's auto-continue call it): it builds on
 execution.py and held.py and imports no use case.

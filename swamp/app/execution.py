@@ -122,10 +122,11 @@ def execute_resumed(
     input_keys: list[str],
     emit: Emit | None,
 ) -> None:
-    """Mark the run running, report the steps whose deadline failed them, and execute the rest."""
+    """Mark the run running, report the steps whose deadline failed them, and execute the rest.
+    The run is not saved here: the executor's first save covers it (RUN-035), durably before the
+    first step that acts outside the run (RUN-034)."""
     now = app.clock.now()
     run.resume(now, input_keys)
-    app.runs.save(run)
     services = engine_services(app, emit, run.id)
     for job_name, step in expired:
         services.emit(

@@ -44,6 +44,17 @@ def run_state(run: WorkflowRun) -> RunState:
     return RunState(run.status, waits)
 
 
+def save_deferred(run: WorkflowRun) -> None:
+    """A save of `run` was deferred into the next one (RUN-035). A status that publishes nothing
+    (`running`) counts as published, so the next save still says what the run did since: a
+    continuation that suspends again publishes `run_suspended`, a retried run that ends
+    `run_finished` (RUN-036), though its `running` never reached the record. Its waits are not
+    touched: what opened or settled meanwhile is published by that next save."""
+    before = run.published
+    if before is not None and before.status != run.status and run.status not in ("suspended", *FINISHED):
+        run.published = RunState(run.status, before.waits)
+
+
 def run_changes(before: RunState | None, run: WorkflowRun, now: dt.datetime) -> list[dict[str, Any]]:
     """The events between `before` (None: the run was never saved) and `run` as it is now."""
     from .instants import iso

@@ -1,10 +1,15 @@
 """Executes a WorkflowRun: job levels, step levels, guards, forEach, failures and suspension.
 
 Jobs and steps run in topological levels with a barrier between levels; the members of a level
-run concurrently up to the concurrency cap. Every change to the run happens under one lock, and the
-record is saved at the start, after every level and at the end. A step that starts waiting (a gate
-or a signal wait) lets its siblings finish; then no new level starts and the run is saved
-`suspended`.
+run concurrently up to the concurrency cap. Every change to the run happens under one lock. A step
+that starts waiting (a gate or a signal wait) lets its siblings finish; then no new level starts
+and the run is saved `suspended`.
+
+Saves (RUN-034, RUN-035): the record is written durably when a fresh run starts, before a level
+of steps that act outside the run (a model method) starts, and when the run suspends, ends or is
+stopped. The saves after each level, and the one marking a continued run `running`, are deferred
+into the next durable one: nothing outside the process needs them sooner, and a continuation
+costs two writes instead of one per level.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
+from ..domain.changes import save_deferred
 from ..domain.conditions import condition_holds
 from ..domain.definition import Job, Step, Workflow
 from ..domain.errors import ExpressionError
@@ -26,7 +32,7 @@ from ..domain.instants import iso
 from ..domain.run import WAITING_STEP, JobRun, StepRun, WorkflowRun
 from . import foreach
 from .ports import EngineServices
-from .tasks import dispatch
+from .tasks import dispatch, has_effect
 from .tasks.base import Failed, Outcome, StepExecution, Succeeded, Suspended
 
 T = TypeVar("T")
@@ -61,6 +67,9 @@ class WorkflowExecutor:
         self._abandoned = False
         # Set by `interrupt` (a signal to the process executing the run): (reason, signal name).
         self._interruption: tuple[str, str | None] | None = None
+        # A save was deferred (RUN-035): the run changed since its record was last written.
+        self._unsaved = False
+        self._jobs_executing = 0  # jobs of the current job level still executing (their threads)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -70,12 +79,37 @@ class WorkflowExecutor:
     def _emit(self, name: str, /, **fields: Any) -> None:
         self.services.emit({"event": name, "at": self._now(), **fields})
 
-    def _save(self) -> None:
+    def _save(self, *, durable: bool = True) -> None:
+        """Save the run; `durable=False`: a save nothing outside this process needs before the next
+        one (RUN-035), deferred and merged into it."""
         with self.lock:
-            if not self._abandoned:
-                self.services.save(self.run)
-                if self.services.early is not None:
-                    self.services.early.after_save(self.run)
+            if self._abandoned:
+                return
+            if not durable:
+                self._unsaved = True
+                save_deferred(self.run)
+                return
+            self._unsaved = False
+            self.services.save(self.run)
+            if self.services.early is not None:
+                self.services.early.after_save(self.run)
+
+    def _save_before_effect(self, job: Job, level: list[StepRun]) -> None:
+        """RUN-034 (b): before steps that act outside the run start, what the run did so far is
+        durable (the run `running`, earlier levels' outputs): a process killed during the step
+        leaves a record that reads as interrupted, and the step reading the record finds it so."""
+        acting = [s for s in level if s.status in ("pending", "running")]
+        if any(has_effect(_step_def(job, s.template).task) for s in acting):
+            with self.lock:
+                if self._unsaved:
+                    self._save()
+
+    def _save_after_level(self) -> None:
+        """RUN-034 (c): while another job is still executing (a step of it may yet kill the process,
+        and whoever watches may answer a wait this level opened), the level is durable at once;
+        otherwise its save waits for the next durable one (RUN-035)."""
+        with self.lock:
+            self._save(durable=self._jobs_executing > 1)
 
     def _sweep_held(self) -> bool:
         """After the last save before the claim goes: what was held for the run's waits meanwhile
@@ -190,7 +224,9 @@ class WorkflowExecutor:
     def _execute(self, resumed: bool) -> WorkflowRun:
         with self.lock:
             self.run.start(self.services.clock.now())
-        self._save()
+        # A fresh run is recorded `running` at once (watch, history, held signals find it); a
+        # continued one only before its first effect (RUN-034): until then it is as it was.
+        self._save(durable=not resumed)
         self._emit(
             "run_resumed" if resumed else "run_started", runId=self.run.id, workflow=self.run.workflowName
         )
@@ -201,7 +237,7 @@ class WorkflowExecutor:
                 break
             jobs = [self.workflow.job(n.name) for n in level]
             self._parallel(jobs, cap, self._run_job)
-            self._save()
+            self._save(durable=False)
             if self._interruption is None and (self.suspending.is_set() or self.run.waiting_steps()):
                 return self._suspend()
         reason = self._stop_reason()
@@ -246,13 +282,22 @@ class WorkflowExecutor:
                     self.run.resume(now, [])
                     self.suspending.clear()
             if idle:
-                self._save()
+                self._save(durable=False)
                 return self._execute(resumed=True)
         return self.run
 
     # -- jobs ----------------------------------------------------------------------------------
 
     def _run_job(self, job: Job) -> None:
+        with self.lock:
+            self._jobs_executing += 1
+        try:
+            self._execute_job(job)
+        finally:
+            with self.lock:
+                self._jobs_executing -= 1
+
+    def _execute_job(self, job: Job) -> None:
         job_run = self.run.job(job.name)
         if job_run.status in ("succeeded", "failed", "skipped"):
             return
@@ -279,8 +324,9 @@ class WorkflowExecutor:
                 break
             scope = self._scope(job_run)
             cap = resolve_cap(self._level_cap(job, level), self.services.max_concurrency)
+            self._save_before_effect(job, level)
             self._parallel(level, cap, partial(self._run_step, job, job_run, scope=scope))
-            self._save()
+            self._save_after_level()
             with self.lock:
                 failed = any(s.status == "failed" and not s.allowedFailure for s in job_run.steps)
         with self.lock:

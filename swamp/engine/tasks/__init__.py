@@ -7,6 +7,13 @@ from . import manual_approval, model_method, wait_for_signal
 from .base import Outcome, StepExecution
 
 
+def has_effect(task: Task) -> bool:
+    """Whether the task acts outside the run (runs a command or an extension method): the record
+    is saved durably before a level holding such a step starts (RUN-034). Waits and gates only
+    change the run, and reach the record with the save that follows them."""
+    return isinstance(task, ModelMethodTask)
+
+
 def dispatch(task: Task, execution: StepExecution) -> Outcome:
     if isinstance(task, ModelMethodTask):
         return model_method.execute(task, execution)
