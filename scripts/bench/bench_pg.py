@@ -103,8 +103,9 @@ class Code:
     same virtualenv with PYTHONPATH naming the folder that holds it."""
 
     label: str
-    tree: Path
+    tree: Path  # the copy that runs
     rev: str
+    source: Path  # the checkout it came from
 
     def env(self) -> dict[str, str]:
         return {"PYTHONPATH": str(self.tree)}
@@ -123,7 +124,12 @@ class Code:
         ).stdout.strip()
         if Path(imported).resolve() != (self.tree / "swamp" / "__init__.py").resolve():
             raise SystemExit(f"the {self.label} code should import {self.tree}/swamp but imports {imported}")
-        return {"rev": self.rev, "package": imported, "hasCountsModule": self.counts}
+        return {
+            "rev": self.rev,
+            "from": str(self.source),
+            "package": imported,
+            "hasCountsModule": self.counts,
+        }
 
 
 def git(*argv: str) -> str:
@@ -133,16 +139,23 @@ def git(*argv: str) -> str:
 
 
 def prepare_codes(baseline: str | None, tree: Path, work: Path) -> list[Code]:
-    """[before, after] (or [after] without a baseline). The baseline's package is exported from git
-    into `work` (with spec/, which swamp/schemas links to), compiled once so that no measured
-    process pays for compiling it."""
+    """[before, after] (or [after] without a baseline), each a copy in `work` of a swamp package
+    (with spec/, which swamp/schemas links to): the baseline's exported from git, the checkout's
+    copied as it is now (a change made while the bench runs does not reach it). Both are compiled
+    once, so that no measured process pays for compiling (PYTHONDONTWRITEBYTECODE, where set, would
+    otherwise make every process compile the whole package, the checkout's and not the baseline's)."""
     if tree == ROOT:
-        rev = git("rev-parse", "HEAD") + (
-            " with uncommitted changes" if git("status", "--porcelain", "swamp") else ""
-        )
+        dirty = git("status", "--porcelain", "swamp", "spec")
+        rev = git("rev-parse", "HEAD") + (" with uncommitted changes" if dirty else "")
     else:
         rev = f"the checkout {tree}"
-    codes = [Code("after", tree, rev)]
+    after = work / "after"
+    after.mkdir(parents=True)
+    for part in ("swamp", "spec"):
+        shutil.copytree(
+            tree / part, after / part, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    codes = [Code("after", after, rev, tree)]
     if baseline:
         try:
             full = git("rev-parse", "--verify", f"{baseline}^{{commit}}")
@@ -150,14 +163,15 @@ def prepare_codes(baseline: str | None, tree: Path, work: Path) -> list[Code]:
             raise SystemExit(
                 f"--baseline {baseline} is not a commit of this repository: give one (git log) or none"
             ) from None
-        folder = work / "baseline"
+        folder = work / "before"
         folder.mkdir(parents=True)
         archive = subprocess.run(
             ["git", "-C", str(ROOT), "archive", full, "swamp", "spec"], check=True, capture_output=True
         )
         subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder / "swamp")], check=True)
-        codes.insert(0, Code("before", folder, full))
+        codes.insert(0, Code("before", folder, full, ROOT))
+    for code in codes:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(code.tree / "swamp")], check=True)
     return codes
 
 
