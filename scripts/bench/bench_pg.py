@@ -341,6 +341,10 @@ SYSCALL = re.compile(r"^(\d+)\s+(?:<\.\.\. (\w+) resumed>|(\w+)\((\d+)<([^>]*)>)
 RESULT = re.compile(r"=\s+(-?\d+)")
 SENDS = {"sendto", "send", "sendmsg", "write", "writev"}
 RECEIVES = {"recvfrom", "recv", "recvmsg", "read"}
+STATEMENT = re.compile(
+    r"(?<![A-Za-z])(?:SELECT|INSERT|UPDATE|DELETE|WITH|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|LISTEN|NOTIFY|SET|LOCK)"
+    r"\b[^\\\"]*"
+)
 
 
 def traced(
@@ -355,7 +359,7 @@ def traced(
     with tempfile.TemporaryDirectory(prefix="swamp-bench-trace-") as folder:
         trace, counts = Path(folder) / "trace", Path(folder) / "counts"
         run(
-            ["strace", "-f", "-qq", "-yy", "-e", f"trace={calls}", "-o", str(trace), *argv],
+            ["strace", "-f", "-qq", "-yy", "-s", "80", "-e", f"trace={calls}", "-o", str(trace), *argv],
             root,
             {**store, "SWAMP_STORE_COUNTS": str(counts)},
         )
@@ -364,13 +368,16 @@ def traced(
         return trace.read_text().splitlines(), own
 
 
-def round_trips(lines: list[str]) -> int:
+def round_trips(lines: list[str]) -> tuple[int, list[str]]:
     """Round trips to PostgreSQL in a trace: replies read on a PostgreSQL socket after the client
     sent there, less one start-up exchange per connection (a farewell that waits for no reply is
-    none). Requests sent together (a pipeline) count once: the client waited once."""
+    none). Requests sent together (a pipeline) count once: the client waited once. With them, the
+    start of the first statement each round trip sent (what the trace shows of it)."""
     sockets: set[str] = set()
     pending: dict[str, tuple[str, str]] = {}
     last: dict[str, str] = {}
+    sent: dict[str, list[str]] = {}
+    statements: list[str] = []
     replies = connections = 0
     for line in lines:
         m = SYSCALL.match(line)
@@ -389,6 +396,10 @@ def round_trips(lines: list[str]) -> int:
                     sockets.add(inode.group(1))
                     connections += 1
                 continue
+            if name in SENDS:
+                text = STATEMENT.search(line)
+                if text:
+                    sent.setdefault(fd, []).append(text.group(0))
             if "<unfinished ...>" in line:
                 pending[tid] = (name, fd)
                 continue
@@ -404,8 +415,11 @@ def round_trips(lines: list[str]) -> int:
         elif name in RECEIVES:
             if last.get(inode) == "send":
                 replies += 1
+                texts = sent.pop(fd, [])
+                if texts:
+                    statements.append(texts[0])
             last[inode] = "recv"
-    return replies - connections
+    return replies - connections, statements
 
 
 def fsyncs(lines: list[str]) -> dict[str, int]:
@@ -445,6 +459,7 @@ def costs(repeats: int, codes: list[Code]) -> dict[str, Any]:
         }
         for code in codes
     }
+    exchanges: dict[str, dict[str, list[str]]] = {code.label: {} for code in codes}
     with Cluster() as cluster:
         setups = {}
         try:
@@ -478,16 +493,20 @@ def costs(repeats: int, codes: list[Code]) -> dict[str, Any]:
                         [*signal_argv[:3], wait, *signal_argv[4:]], pg_repo, pg_store, "network"
                     )
                     middle = cluster.lsn()
+                    trips, sent = round_trips(lines)
+                    exchanges[code.label].setdefault("signal", sent)
                     got["pgSignal"].append(
-                        {"roundTrips": round_trips(lines), "commits": cluster.commits_between(before, middle)}
+                        {"roundTrips": trips, "commits": cluster.commits_between(before, middle)}
                     )
                     got["pgSignalOwn"].append(own)
                     lines, own = traced(
                         [SWAMP, "workflow", "resume", "waiter", "--run", run_id], pg_repo, pg_store, "network"
                     )
                     after = cluster.lsn()
+                    trips, sent = round_trips(lines)
+                    exchanges[code.label].setdefault("continuation", sent)
                     got["pgResume"].append(
-                        {"roundTrips": round_trips(lines), "commits": cluster.commits_between(middle, after)}
+                        {"roundTrips": trips, "commits": cluster.commits_between(middle, after)}
                     )
                     got["pgResumeOwn"].append(own)
                     run_id, wait = file_runs[i]
@@ -514,6 +533,7 @@ def costs(repeats: int, codes: list[Code]) -> dict[str, Any]:
         figures[code.label] = {
             "postgresql": {"signal": got["pgSignal"], "continuation": got["pgResume"]},
             "fileStore": {"signal": got["fileSignal"], "continuation": got["fileResume"]},
+            "postgresqlRoundTrips": exchanges[code.label],  # what each sent first, in order (one sample)
         }
         if code.counts:
 
