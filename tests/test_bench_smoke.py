@@ -47,3 +47,38 @@ def test_bench_all_smoke_prints_a_complete_report():
     assert roundtrip["ratio"]["median"] > 0
     for section in ("commandStart", "history", "throughput", "engine"):
         assert isinstance(report[section]["met"], bool), section
+
+
+def test_bench_pg_counts_round_trips_and_durable_writes_from_a_trace(tmp_path):
+    """scripts/bench/pg counts what a process asks of storage from its strace, the same way for any
+    revision: a round trip is a reply read after a send (the start-up exchange and a farewell with
+    no reply are none, a pipeline is one), a durable write is an fsync of a file (not a folder)."""
+    sys.path.insert(0, str(ROOT / "scripts" / "bench"))
+    try:
+        from bench_pg import fsyncs, round_trips
+    finally:
+        sys.path.pop(0)
+    pg = "UNIX-STREAM:[700->701]"
+    trace = [
+        '9 connect(3<UNIX-STREAM:[700]>, {sa_family=AF_UNIX, sun_path="/s/.s.PGSQL.5432"}, 110) = 0',
+        f'9 sendto(3<{pg}>, "\\0\\0\\0X\\0\\3\\0\\0user\\0postgres"..., 88, MSG_NOSIGNAL, NULL, 0) = 88',
+        f'9 recvfrom(3<{pg}>, "R\\0\\0\\0\\10"..., 16384, 0, NULL, NULL) = 415',
+        f'9 sendto(3<{pg}>, "P\\0\\0\\0A\\0SELECT 1 FROM held WHERE"..., 103, MSG_NOSIGNAL, NULL, 0) = 103',
+        f"9 recvfrom(3<{pg}>, 0x55, 16384, 0, NULL, NULL) = -1 EAGAIN (Resource temporarily unavailable)",
+        f"9 recvfrom(3<{pg}>,  <unfinished ...>",
+        '10 sendto(4<UNIX-STREAM:[800->801]>, "SELECT elsewhere"..., 9, 0, NULL, 0) = 9',
+        '9 <... recvfrom resumed>"1\\0\\0\\0\\0042"..., 16384, 0, NULL, NULL) = 72',
+        f'9 sendto(3<{pg}>, "P\\0\\0\\0\\rBEGIN\\0"..., 51, MSG_NOSIGNAL, NULL, 0) = 51',
+        f'9 sendto(3<{pg}>, "P\\0\\0\\0\\rCOMMIT\\0"..., 52, MSG_NOSIGNAL, NULL, 0) = 52',
+        f'9 recvfrom(3<{pg}>, "1\\0\\0\\0\\0042"..., 16384, 0, NULL, NULL) = 64',
+        f'9 sendto(3<{pg}>, "X\\0\\0\\0\\4", 5, MSG_NOSIGNAL, NULL, 0) = 5',
+    ]
+    assert round_trips(trace) == (2, ["SELECT 1 FROM held WHERE", "BEGIN"])
+    record = tmp_path / "run.json"
+    synced = [
+        f"5 fsync(4<{tmp_path}/.run.json.swap>) = 0",
+        f"5 fsync(4<{tmp_path}>) = 0",
+        f"5 fdatasync(5<{record}>) = 0",
+        "5 +++ exited with 0 +++",
+    ]
+    assert fsyncs(synced) == {"fsyncs": 3, "durableWrites": 2}

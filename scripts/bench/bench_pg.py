@@ -342,7 +342,8 @@ RESULT = re.compile(r"=\s+(-?\d+)")
 SENDS = {"sendto", "send", "sendmsg", "write", "writev"}
 RECEIVES = {"recvfrom", "recv", "recvmsg", "read"}
 STATEMENT = re.compile(
-    r"(?<![A-Za-z])(?:SELECT|INSERT|UPDATE|DELETE|WITH|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|LISTEN|NOTIFY|SET|LOCK)"
+    r"(?:(?<![A-Za-z])|(?<=\\[a-z]))"  # after a non-letter or an escape such as \r
+    r"(?:SELECT|INSERT|UPDATE|DELETE|WITH|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|LISTEN|NOTIFY|SET|LOCK)"
     r"\b[^\\\"]*"
 )
 
