@@ -8,14 +8,15 @@ is given for before and after with the ratio after/before, and each target with 
 
 (costs) what one signal and one one-step continuation ask of durable storage, median of N:
     a `swamp workflow signal` process, then `swamp workflow resume` of the waiter it answered.
-    Counted the same way for both packages, outside swamp: round trips are the client's send bursts
-    on PostgreSQL sockets (strace: a send after a reply, the connection's start-up not counted);
-    commits are the COMMIT records the process left in the WAL (pg_waldump between the insert LSNs
-    before and after it: one per transaction that wrote, read-only ones leave none); on files,
-    fsyncs (strace) and durable writes (fsyncs of files, a record write being a file and its
-    folder). Where the package has swamp/store/counts.py its own SWAMP_STORE_COUNTS figures are
-    given beside them ("selfCounted"). Targets: round trips per signal <= 4, commits per
-    continuation <= 2, durable writes per continuation on files <= 2.
+    Counted the same way for both packages, outside swamp (the baseline has no counting of its
+    own): round trips are replies the client read on a PostgreSQL socket after sending there
+    (strace; a pipeline is one, the connection's start-up none), each listed by the statement it
+    began with; commits are the COMMIT records the process left in the WAL (pg_waldump between the
+    insert LSNs before and after it: one per transaction that wrote, read-only ones leave none);
+    on files, fsyncs (strace) and durable writes (fsyncs of files: a record write is the file's
+    fsync and its folder's). Where the package has swamp/store/counts.py, its own
+    SWAMP_STORE_COUNTS figures are given beside them ("selfCounted"). Targets: round trips per
+    signal <= 4, commits per continuation <= 2, durable writes per continuation on files <= 2.
 (deliveries) signals per second through ONE `swamp --jsonl` with C requests in flight (a new one
     written as each answer's `done` arrives; the first C warm it up), 200 and 1,000 waiting, on
     PostgreSQL and on files, beside `pgbench -b simple-update -c C -j C` TPS on the same cluster:
