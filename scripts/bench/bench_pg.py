@@ -787,6 +787,7 @@ def answer_and_continue(
     """A `serve --auto-continue` in each host; `runs`' waits signalled, half through each host's
     `swamp --jsonl`, `clients` in flight in total; the clock runs from the first timed signal (after
     each --jsonl's warm-up) to the last answer (acknowledged) and to the last run finished (continued)."""
+    logs = [open(host / ".swamp" / "bench-serve.log", "wb") for host in hosts]  # noqa: SIM115
     serves = [
         subprocess.Popen(
             [SWAMP, "serve", "--auto-continue"],
@@ -794,18 +795,17 @@ def answer_and_continue(
             env=store,
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=log,
         )
-        for host in hosts
+        for host, log in zip(hosts, logs, strict=True)
     ]
     results: list[dict[str, Any]] = [{} for _ in hosts]
     try:
         time.sleep(2.0)  # imports, connections, LISTEN: a serve's start-up is not what is measured
-        for serve in serves:
+        for host, serve in zip(hosts, serves, strict=True):
             if serve.poll() is not None:
-                raise SystemExit(
-                    f"swamp serve exited {serve.returncode}: {serve.stderr.read().decode()[-500:]}"
-                )  # type: ignore[union-attr]
+                said = (host / ".swamp" / "bench-serve.log").read_text(errors="replace")[-500:]
+                raise SystemExit(f"swamp serve exited {serve.returncode}: {said}")
         per_host = max(1, clients // len(hosts))
         helpers = {**store, "SWAMP_SIGNAL_HELPERS": str(per_host)}
         shares = [[w for _, w in runs[i :: len(hosts)]] for i in range(len(hosts))]
@@ -835,6 +835,8 @@ def answer_and_continue(
             except subprocess.TimeoutExpired:
                 serve.kill()
                 serve.communicate()
+        for log in logs:
+            log.close()
     if not all(results):
         raise SystemExit("a signalling --jsonl process did not finish")
     started = min(r["_started"] for r in results)
