@@ -25,8 +25,9 @@ is given for before and after with the ratio after/before, and each target with 
 (oneHost) answered and continued: a `swamp serve --auto-continue` on the store (started and given
     2 s before the clock starts), N waiting runs signalled as in (deliveries); acknowledged/s is
     the signals' rate, continued/s counts the runs until every one is `succeeded` (polled: the
-    runs table on PostgreSQL, the event log's run_finished lines on files). Target: continued/s
-    after >= 1.5x before on both stores.
+    runs table on PostgreSQL, the event log's run_finished lines on files). Each is the median of
+    --rounds rounds (default 2; before and after in turn, ABBA). Target: continued/s after >= 1.5x
+    before on both stores.
 (twoHosts) two repositories (clones of the same files, each a "host" with its own serve
     --auto-continue) on ONE PostgreSQL schema; the signals go half through each host's
     `swamp --jsonl`, C in flight in total (C/2 per host). Each run must be continued exactly once:
@@ -858,29 +859,50 @@ def answer_and_continue(
     }
 
 
-def one_host(sizes: list[int], clients: int, codes: list[Code]) -> dict[str, Any]:
-    out: dict[str, Any] = {"clientsInFlight": clients}
+def rounds_of(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several rounds of answer_and_continue as one figure: the median rates (each round's kept),
+    the runs, answers and continuations summed."""
+    continued = [r["continuedPerSecond"] for r in results]
+    return {
+        "rounds": len(results),
+        "runs": sum(r["runs"] for r in results),
+        "acknowledgedPerSecond": round(statistics.median(r["acknowledgedPerSecond"] for r in results), 1),
+        "continuedPerSecond": None if None in continued else round(statistics.median(continued), 1),
+        "perRound": [[r["acknowledgedPerSecond"], r["continuedPerSecond"]] for r in results],
+        "accepted": sum(r["accepted"] for r in results),
+        "errors": dict(sum((Counter(r["errors"]) for r in results), Counter())),
+        "notAllFinished": [r["allFinishedWithin"] for r in results if r["allFinishedWithin"]],
+        "continuedOnce": sum(r["continuedOnce"] for r in results),
+        "lost": sum(r["lost"] for r in results),
+        "continuedTwice": sum(r["continuedTwice"] for r in results),
+    }
+
+
+def one_host(sizes: list[int], clients: int, rounds: int, codes: list[Code]) -> dict[str, Any]:
+    out: dict[str, Any] = {"clientsInFlight": clients, "rounds": rounds}
     targets: dict[str, Any] = {}
     with Cluster() as cluster:
         for size in sizes:
             for i, store in enumerate(("postgresql", "fileStore")):
-                figures: dict[str, Any] = {}
-                for code in turns(codes, i + size):
-                    root = make_repo(REPO_FILES, code.env())
-                    try:
-                        if store == "postgresql":
-                            schema = f"bench_one_{code.label}_{size}"
-                            store_env = cluster.store(schema, code)
-                            finished = pg_succeeded(cluster, schema)
-                        else:
-                            store_env, finished = file_store(code), files_finished(root)
-                        runs = open_waits(root, store_env, size)
-                        settle(cluster)
-                        figures[code.label] = answer_and_continue(
-                            [root], store_env, runs, clients, finished, 60 + size
-                        )
-                    finally:
-                        remove(root)
+                results: dict[str, list[dict[str, Any]]] = {code.label: [] for code in codes}
+                for r in range(rounds):
+                    for code in turns(codes, r + i):
+                        root = make_repo(REPO_FILES, code.env())
+                        try:
+                            if store == "postgresql":
+                                schema = f"bench_one_{code.label}_{size}_{r}"
+                                store_env = cluster.store(schema, code)
+                                finished = pg_succeeded(cluster, schema)
+                            else:
+                                store_env, finished = file_store(code), files_finished(root)
+                            runs = open_waits(root, store_env, size)
+                            settle(cluster)
+                            results[code.label].append(
+                                answer_and_continue([root], store_env, runs, clients, finished, 60 + size)
+                            )
+                        finally:
+                            remove(root)
+                figures = {label: rounds_of(got) for label, got in results.items()}
                 out[f"{store}{size}"] = {
                     **figures,
                     "afterOverBefore": gains(figures, ["acknowledgedPerSecond", "continuedPerSecond"]),
@@ -892,26 +914,29 @@ def one_host(sizes: list[int], clients: int, codes: list[Code]) -> dict[str, Any
     return out
 
 
-def two_hosts(size: int, clients: int, codes: list[Code]) -> dict[str, Any]:
-    figures: dict[str, Any] = {}
+def two_hosts(size: int, clients: int, rounds: int, codes: list[Code]) -> dict[str, Any]:
+    results: dict[str, list[dict[str, Any]]] = {code.label: [] for code in codes}
     with Cluster() as cluster:
-        for code in codes:
-            schema = f"bench_two_{code.label}"
-            store_env = cluster.store(schema, code)
-            hosts = [make_repo(REPO_FILES, code.env()) for _ in range(2)]
-            try:
-                runs = open_waits(hosts[0], store_env, size)
-                finished = pg_succeeded(cluster, schema)
-                settle(cluster)
-                figures[code.label] = answer_and_continue(
-                    hosts, store_env, runs, clients, finished, 60 + size
-                )
-            finally:
-                for host in hosts:
-                    remove(host)
+        for r in range(rounds):
+            for code in turns(codes, r):
+                schema = f"bench_two_{code.label}_{r}"
+                store_env = cluster.store(schema, code)
+                hosts = [make_repo(REPO_FILES, code.env()) for _ in range(2)]
+                try:
+                    runs = open_waits(hosts[0], store_env, size)
+                    finished = pg_succeeded(cluster, schema)
+                    settle(cluster)
+                    results[code.label].append(
+                        answer_and_continue(hosts, store_env, runs, clients, finished, 60 + size)
+                    )
+                finally:
+                    for host in hosts:
+                        remove(host)
+    figures = {label: rounds_of(got) for label, got in results.items()}
     return {
         "hosts": 2,
         "clientsInFlight": f"{clients} in total, {max(1, clients // 2)} per host",
+        "rounds": rounds,
         **figures,
         "afterOverBefore": gains(figures, ["acknowledgedPerSecond", "continuedPerSecond"]),
         "targets": {
@@ -1156,6 +1181,9 @@ def main() -> None:
     )
     parser.add_argument("--two-hosts", type=int, default=200, help="runs in twoHosts (default 200)")
     parser.add_argument(
+        "--rounds", type=int, default=2, help="rounds of oneHost and twoHosts, medians reported (default 2)"
+    )
+    parser.add_argument(
         "--costs", type=int, default=5, help="signals and continuations counted in costs (default 5)"
     )
     parser.add_argument("--pgbench-seconds", type=int, default=10, help="pgbench -T (default 10)")
@@ -1172,7 +1200,7 @@ def main() -> None:
         parser.error(f"--only: no section {', '.join(unknown)}; choose among {', '.join(SECTIONS)}")
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.smoke:
-        sizes, args.two_hosts, args.costs, args.pgbench_seconds = [12], 12, 1, 2
+        sizes, args.two_hosts, args.costs, args.pgbench_seconds, args.rounds = [12], 12, 1, 2, 1
         args.repeats, args.history = 2, 200
     baseline = None if args.baseline.lower() == "none" else args.baseline
     with tempfile.TemporaryDirectory(prefix="swamp-bench-code-") as work:
@@ -1185,8 +1213,8 @@ def main() -> None:
         sections: dict[str, Callable[[], dict[str, Any]]] = {
             "costs": lambda: costs(args.costs, codes),
             "deliveries": lambda: deliveries(sizes, args.clients, args.pgbench_seconds, codes),
-            "oneHost": lambda: one_host(sizes, args.clients, codes),
-            "twoHosts": lambda: two_hosts(args.two_hosts, args.clients, codes),
+            "oneHost": lambda: one_host(sizes, args.clients, args.rounds, codes),
+            "twoHosts": lambda: two_hosts(args.two_hosts, args.clients, args.rounds, codes),
             "commandStart": lambda: command_start(args.repeats, codes),
             "history": lambda: history(args.history, args.repeats, codes),
         }
