@@ -19,15 +19,15 @@ is given for before and after with the ratio after/before, and each target with 
     signal <= 4, commits per continuation <= 2, durable writes per continuation on files <= 2.
 (deliveries) signals per second through ONE `swamp --jsonl` with C requests in flight (a new one
     written as each answer's `done` arrives; the first C warm it up), 200 and 1,000 waiting, on
-    PostgreSQL and on files, beside `pgbench -b simple-update -c C -j C` TPS on the same cluster:
-    PostgreSQL's floor for durable one-row transactions from C connections. Targets: after >= 0.6
-    of pgbench, after >= 5x before on PostgreSQL.
+    PostgreSQL and on files, beside `pgbench -b simple-update -c C -j C` TPS on the same cluster
+    (run just before each size's bursts): PostgreSQL's floor for durable one-row transactions from
+    C connections. Targets: after >= 0.6 of pgbench, after >= 5x before on PostgreSQL.
 (oneHost) answered and continued: a `swamp serve --auto-continue` on the store (started and given
     2 s before the clock starts), N waiting runs signalled as in (deliveries); acknowledged/s is
     the signals' rate, continued/s counts the runs until every one is `succeeded` (polled: the
     runs table on PostgreSQL, the event log's run_finished lines on files). Each is the median of
-    --rounds rounds (default 2; before and after in turn, ABBA). Target: continued/s after >= 1.5x
-    before on both stores.
+    --rounds rounds (default 3; before and after in turn: ABBA...). Target: continued/s after
+    >= 1.5x before on both stores.
 (twoHosts) two repositories (clones of the same files, each a "host" with its own serve
     --auto-continue) on ONE PostgreSQL schema; the signals go half through each host's
     `swamp --jsonl`, C in flight in total (C/2 per host). Each run must be continued exactly once:
@@ -641,13 +641,14 @@ def burst(root: Path, store: dict[str, str], waits: list[str], clients: int) -> 
 
 def pgbench(cluster: Cluster, clients: int, seconds: int) -> dict[str, Any]:
     """TPS of pgbench's simple-update script (UPDATE, SELECT, INSERT: one commit) from `clients`
-    connections, on a database of its own in the same cluster."""
-    cluster.sql("public", "CREATE DATABASE pgbench")
+    connections, on a database of its own in the same cluster (made on the first call)."""
     host, user = re.search(r"host=([^&]+)&user=([^&]+)", cluster.address).groups()  # type: ignore[union-attr]
     common = ["-h", host, "-U", user]
-    subprocess.run(
-        [str(cluster.bin / "pgbench"), *common, "-i", "-q", "pgbench"], check=True, capture_output=True
-    )
+    if not cluster.sql("public", "SELECT 1 FROM pg_database WHERE datname = 'pgbench'"):
+        cluster.sql("public", "CREATE DATABASE pgbench")
+        subprocess.run(
+            [str(cluster.bin / "pgbench"), *common, "-i", "-q", "pgbench"], check=True, capture_output=True
+        )
     settle(cluster)
     done = subprocess.run(
         [
@@ -682,8 +683,6 @@ def deliveries(sizes: list[int], clients: int, seconds: int, codes: list[Code]) 
     out: dict[str, Any] = {"clientsInFlight": clients, "signalHelpers": clients}
     targets: dict[str, Any] = {}
     with Cluster() as cluster:
-        floor = pgbench(cluster, clients, seconds)
-        out["pgbenchSimpleUpdate"] = floor
         for size in sizes:
             repos: list[Path] = []
             try:
@@ -705,6 +704,7 @@ def deliveries(sizes: list[int], clients: int, seconds: int, codes: list[Code]) 
                             [w for _, w in open_waits(file_repo, files, size + clients)],
                         ),
                     }
+                floor = pgbench(cluster, clients, seconds)  # just before: the machine's load drifts
                 figures: dict[str, Any] = {code.label: {} for code in codes}
                 for i, store in enumerate(("postgresql", "fileStore")):
                     for code in turns(codes, i + size):
@@ -719,6 +719,7 @@ def deliveries(sizes: list[int], clients: int, seconds: int, codes: list[Code]) 
                     figures[code.label]["postgresql"]["signalsPerSecond"] / floor["tps"], 3
                 )
             out[f"waiting{size}"] = {
+                "pgbenchSimpleUpdate": floor,
                 **figures,
                 "afterOverBefore": gains(
                     figures, ["postgresql.signalsPerSecond", "fileStore.signalsPerSecond"]
@@ -1181,7 +1182,7 @@ def main() -> None:
     )
     parser.add_argument("--two-hosts", type=int, default=200, help="runs in twoHosts (default 200)")
     parser.add_argument(
-        "--rounds", type=int, default=2, help="rounds of oneHost and twoHosts, medians reported (default 2)"
+        "--rounds", type=int, default=3, help="rounds of oneHost and twoHosts, medians reported (default 3)"
     )
     parser.add_argument(
         "--costs", type=int, default=5, help="signals and continuations counted in costs (default 5)"
