@@ -52,10 +52,11 @@ def test_bench_all_smoke_prints_a_complete_report():
 def test_bench_pg_counts_round_trips_and_durable_writes_from_a_trace(tmp_path):
     """scripts/bench/pg counts what a process asks of storage from its strace, the same way for any
     revision: a round trip is a reply read after a send (the start-up exchange and a farewell with
-    no reply are none, a pipeline is one), a durable write is an fsync of a file (not a folder)."""
+    no reply are none, a pipeline is one), a durable write is an fsync of a file (not a folder), a
+    commit counts as durable when its transaction wrote something besides the commit record."""
     sys.path.insert(0, str(ROOT / "scripts" / "bench"))
     try:
-        from bench_pg import fsyncs, round_trips
+        from bench_pg import fsyncs, round_trips, wal_commits
     finally:
         sys.path.pop(0)
     pg = "UNIX-STREAM:[700->701]"
@@ -82,3 +83,12 @@ def test_bench_pg_counts_round_trips_and_durable_writes_from_a_trace(tmp_path):
         "5 +++ exited with 0 +++",
     ]
     assert fsyncs(synced) == {"fsyncs": 3, "durableWrites": 2}
+    wal = [  # pg_waldump: a write in a subtransaction, then a NOTIFY alone
+        "rmgr: Heap        len (rec/tot): 59/59, tx:        754, lsn: 0/0A, prev 0/09, desc: INSERT off 2",
+        "rmgr: Standby     len (rec/tot): 54/54, tx:          0, lsn: 0/0B, prev 0/0A, desc: RUNNING_XACTS",
+        "rmgr: Transaction len (rec/tot):     46/    46, tx:        753, lsn: 0/0C, prev 0/0B, desc: COMMIT "
+        "2026-12-03 17:57:28.696370 UTC; subxacts: 754",
+        "rmgr: Transaction len (rec/tot):     34/    34, tx:        755, lsn: 0/0D, prev 0/0C, desc: COMMIT "
+        "2026-12-03 17:57:28.696825 UTC",
+    ]
+    assert wal_commits(wal) == {"commits": 1, "commitsWithoutWrites": 1}

@@ -12,7 +12,8 @@ is given for before and after with the ratio after/before, and each target with 
     own): round trips are replies the client read on a PostgreSQL socket after sending there
     (strace; a pipeline is one, the connection's start-up none), each listed by the statement it
     began with; commits are the COMMIT records the process left in the WAL (pg_waldump between the
-    insert LSNs before and after it: one per transaction that wrote, read-only ones leave none);
+    insert LSNs before and after it) of transactions that wrote rows, read-only ones leaving none;
+    commitsWithoutWrites are those of transactions that wrote nothing else (a NOTIFY of its own);
     on files, fsyncs (strace) and durable writes (fsyncs of files: a record write is the file's
     fsync and its folder's). Where the package has swamp/store/counts.py, its own
     SWAMP_STORE_COUNTS figures are given beside them ("selfCounted"). Targets: round trips per
@@ -261,10 +262,13 @@ class Cluster:
     def lsn(self) -> str:
         return str(self.sql("public", "SELECT pg_current_wal_insert_lsn()")[0][0])
 
-    def commits_between(self, start: str, end: str) -> int:
-        """COMMIT records in the WAL from `start` to `end`: the transactions that wrote."""
+    def commits_between(self, start: str, end: str) -> dict[str, int]:
+        """COMMIT records in the WAL from `start` to `end`: `commits`, of transactions that wrote
+        rows (durable: a synchronous commit waits for its flush), and `commitsWithoutWrites`, of
+        transactions whose only record is their commit (a NOTIFY sent in a transaction of its own,
+        which may skip the wait with synchronous_commit off)."""
         if start == end:
-            return 0
+            return {"commits": 0, "commitsWithoutWrites": 0}
         done = subprocess.run(
             [
                 str(self.bin / "pg_waldump"),
@@ -274,13 +278,33 @@ class Cluster:
                 start,
                 "-e",
                 end,
-                "-r",
-                "Transaction",
             ],
             capture_output=True,
             text=True,
         )
-        return sum(1 for line in done.stdout.splitlines() if "desc: COMMIT" in line)
+        return wal_commits(done.stdout.splitlines())
+
+
+WAL_RECORD = re.compile(r"^rmgr: (\w+)\s.*?\btx:\s+(\d+),.*?desc: (.*)$")
+
+
+def wal_commits(lines: list[str]) -> dict[str, int]:
+    """pg_waldump's lines: commits of transactions that wrote (a record of theirs or of one of
+    their subtransactions besides the commit) and commits of transactions that wrote nothing else."""
+    wrote: set[str] = set()
+    commits: list[set[str]] = []
+    for line in lines:
+        m = WAL_RECORD.match(line)
+        if not m:
+            continue
+        rmgr, tx, desc = m.groups()
+        if rmgr == "Transaction" and desc.startswith("COMMIT"):
+            subxacts = re.search(r"subxacts: ([\d ]+)", desc)
+            commits.append({tx, *(subxacts.group(1).split() if subxacts else [])})
+        elif tx != "0":
+            wrote.add(tx)
+    writing = sum(1 for xids in commits if xids & wrote)
+    return {"commits": writing, "commitsWithoutWrites": len(commits) - writing}
 
 
 def file_store(code: Code) -> dict[str, str]:
@@ -498,9 +522,7 @@ def costs(repeats: int, codes: list[Code]) -> dict[str, Any]:
                     middle = cluster.lsn()
                     trips, sent = round_trips(lines)
                     exchanges[code.label].setdefault("signal", sent)
-                    got["pgSignal"].append(
-                        {"roundTrips": trips, "commits": cluster.commits_between(before, middle)}
-                    )
+                    got["pgSignal"].append({"roundTrips": trips, **cluster.commits_between(before, middle)})
                     got["pgSignalOwn"].append(own)
                     lines, own = traced(
                         [SWAMP, "workflow", "resume", "waiter", "--run", run_id], pg_repo, pg_store, "network"
@@ -508,9 +530,7 @@ def costs(repeats: int, codes: list[Code]) -> dict[str, Any]:
                     after = cluster.lsn()
                     trips, sent = round_trips(lines)
                     exchanges[code.label].setdefault("continuation", sent)
-                    got["pgResume"].append(
-                        {"roundTrips": trips, "commits": cluster.commits_between(middle, after)}
-                    )
+                    got["pgResume"].append({"roundTrips": trips, **cluster.commits_between(middle, after)})
                     got["pgResumeOwn"].append(own)
                     run_id, wait = file_runs[i]
                     lines, own = traced(
