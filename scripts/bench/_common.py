@@ -32,9 +32,16 @@ def env() -> dict[str, str]:
     return out
 
 
-def make_repo(files: dict[str, str] | None = None) -> Path:
+def make_repo(files: dict[str, str] | None = None, extra_env: dict[str, str] | None = None) -> Path:
+    """A repository in a temporary folder with the noop model; `extra_env` for `repo init` (say,
+    PYTHONPATH naming another checkout's swamp package)."""
     root = Path(tempfile.mkdtemp(prefix="swamp-bench-"))
-    subprocess.run([SWAMP, "repo", "init", str(root)], check=True, capture_output=True, env=env())
+    subprocess.run(
+        [SWAMP, "repo", "init", str(root)],
+        check=True,
+        capture_output=True,
+        env={**env(), **(extra_env or {})},
+    )
     (root / "extensions/models/noop.py").write_text(NOOP_EXTENSION)
     (root / "models/bench/noop").mkdir(parents=True)
     (root / "models/bench/noop/noop.yaml").write_text(

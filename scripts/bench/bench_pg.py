@@ -1,19 +1,47 @@
-"""Benchmark: swamp on PostgreSQL beside the engine's own floor and beside the file store (issue 17).
+"""Benchmark: swamp on PostgreSQL and on files, before and after a change, in one run (issues 17, 31).
 
-(a) throughput: signals per second through ONE `swamp --jsonl` with C requests in flight (a new
-    one written as each answer's `done` arrives), on PostgreSQL and on the file store, beside
-    `pgbench -b simple-update -c C -j C` TPS on the same cluster (after `pgbench -i`): the
-    engine's own floor for durable one-row transactions from C connections. Target: swamp on
-    PostgreSQL >= 0.5 of pgbench.
-(b) command start: wall time of one `swamp workflow signal` process (connect included) on
-    PostgreSQL and on the file store, interleaved, median of N. Target: <= 1.5x the file store.
-(c) history: `waits --json`, `signal` and `resume` in a schema holding 100,000 finished runs (with
-    their waits and audit entries, cloned server-side from a real finished run by INSERT ...
-    SELECT) and in an empty one, in turn round by round. Target: each <= 1.3x.
+Every measured section runs twice, interleaved round by round: once with this checkout's `swamp`
+package ("after") and once with the package of `--baseline REV` ("before"; default 7aaf4bd, main
+before issue 31), exported with `git archive` into a temporary folder and run from the same
+virtualenv through PYTHONPATH (the report names the package file each one imported). Each figure
+is given for before and after with the ratio after/before, and each target with `met`.
 
-Each section starts its own throwaway cluster (`scripts/pg start` in a temporary folder; PostgreSQL's
-durable defaults: fsync and synchronous_commit on) and stops it after. No target is asserted: the
-report says whether each was met. `--smoke` runs tiny sizes so the script is known to work.
+(costs) what one signal and one one-step continuation ask of durable storage, median of N:
+    a `swamp workflow signal` process, then `swamp workflow resume` of the waiter it answered.
+    Counted the same way for both packages, outside swamp (the baseline has no counting of its
+    own): round trips are replies the client read on a PostgreSQL socket after sending there
+    (strace; a pipeline is one, the connection's start-up none), each listed by the statement it
+    began with; commits are the COMMIT records the process left in the WAL (pg_waldump between the
+    insert LSNs before and after it) of transactions that wrote rows, read-only ones leaving none;
+    commitsWithoutWrites are those of transactions that wrote nothing else (a NOTIFY of its own);
+    on files, fsyncs (strace) and durable writes (fsyncs of files: a record write is the file's
+    fsync and its folder's). Where the package has swamp/store/counts.py, its own
+    SWAMP_STORE_COUNTS figures are given beside them ("selfCounted"). Targets: round trips per
+    signal <= 4, commits per continuation <= 2, durable writes per continuation on files <= 2.
+(deliveries) signals per second through ONE `swamp --jsonl` with C requests in flight (a new one
+    written as each answer's `done` arrives; the first C warm it up), 200 and 1,000 waiting, on
+    PostgreSQL and on files, beside `pgbench -b simple-update -c C -j C` TPS on the same cluster
+    (run just before each size's bursts): PostgreSQL's floor for durable one-row transactions from
+    C connections. Targets: after >= 0.6 of pgbench, after >= 5x before on PostgreSQL.
+(oneHost) answered and continued: a `swamp serve --auto-continue` on the store (started and given
+    2 s before the clock starts), N waiting runs signalled as in (deliveries); acknowledged/s is
+    the signals' rate, continued/s counts the runs until every one is `succeeded` (polled: the
+    runs table on PostgreSQL, the event log's run_finished lines on files). Each is the median of
+    --rounds rounds (default 3; before and after in turn: ABBA...). Target: continued/s after
+    >= 1.5x before on both stores.
+(twoHosts) two repositories (clones of the same files, each a "host" with its own serve
+    --auto-continue) on ONE PostgreSQL schema; the signals go half through each host's
+    `swamp --jsonl`, C in flight in total (C/2 per host). Each run must be continued exactly once:
+    the run_resumed lines of its journal, summed over both hosts' .swamp/journal, are 1 (0 is
+    lost, 2 is twice). Targets: acknowledged/s after >= 4x before, continued/s >= 2.5x.
+(commandStart) wall time of one `swamp workflow signal` process on PostgreSQL and on files,
+    interleaved, median of N. Target: PostgreSQL <= 1.5x files.
+(history) `waits --json`, `signal` and `resume` in a schema holding 100,000 finished runs (cloned
+    server-side from a real finished run) and in an empty one. Target: each <= 1.3x.
+
+Each section starts its own throwaway cluster (`scripts/pg start` in a temporary folder;
+PostgreSQL's durable defaults) and stops it after. No target is asserted: the report says whether
+each was met. `--smoke` runs tiny sizes so the script is known to work; `--only` picks sections.
 """
 
 from __future__ import annotations
@@ -23,11 +51,16 @@ import json
 import os
 import re
 import shutil
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +68,7 @@ from _common import SWAMP, env, make_repo, median_ms, remove
 
 ROOT = Path(__file__).resolve().parents[2]
 PG = str(ROOT / "scripts" / "pg")
+BASELINE = "7aaf4bd"  # main before issue 31's changes
 WAITER = """\
 id: 00000000-0000-4000-8000-00000000000c
 name: waiter
@@ -60,6 +94,131 @@ jobs:
         task: {type: model_method, modelIdOrName: noop, methodName: run}
 """
 PAYLOAD = '{"verdict":"ship"}'
+REPO_FILES = {"workflows/workflow-waiter.yaml": WAITER}
+
+
+# -- which swamp runs -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Code:
+    """A `swamp` package: this checkout's ("after") or a baseline revision's ("before"), run from the
+    same virtualenv with PYTHONPATH naming the folder that holds it."""
+
+    label: str
+    tree: Path  # the copy that runs
+    rev: str
+    source: Path  # the checkout it came from
+
+    def env(self) -> dict[str, str]:
+        return {"PYTHONPATH": str(self.tree)}
+
+    @property
+    def counts(self) -> bool:
+        return (self.tree / "swamp" / "store" / "counts.py").exists()
+
+    def describe(self) -> dict[str, Any]:
+        imported = subprocess.run(
+            [sys.executable, "-c", "import swamp; print(swamp.__file__)"],
+            capture_output=True,
+            text=True,
+            env={**env(), **self.env()},
+            cwd="/",  # not this checkout: `-c` puts the working folder first on sys.path
+        ).stdout.strip()
+        if Path(imported).resolve() != (self.tree / "swamp" / "__init__.py").resolve():
+            raise SystemExit(f"the {self.label} code should import {self.tree}/swamp but imports {imported}")
+        return {
+            "rev": self.rev,
+            "from": str(self.source),
+            "package": imported,
+            "hasCountsModule": self.counts,
+        }
+
+
+def git(*argv: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(ROOT), *argv], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def prepare_codes(baseline: str | None, tree: Path, work: Path) -> list[Code]:
+    """[before, after] (or [after] without a baseline), each a copy in `work` of a swamp package
+    (with spec/, which swamp/schemas links to): the baseline's exported from git, the checkout's
+    copied as it is now (a change made while the bench runs does not reach it). Both are compiled
+    once, so that no measured process pays for compiling (PYTHONDONTWRITEBYTECODE, where set, would
+    otherwise make every process compile the whole package, the checkout's and not the baseline's)."""
+    if tree == ROOT:
+        dirty = git("status", "--porcelain", "swamp", "spec")
+        rev = git("rev-parse", "HEAD") + (" with uncommitted changes" if dirty else "")
+    else:
+        rev = f"the checkout {tree}"
+    after = work / "after"
+    after.mkdir(parents=True)
+    for part in ("swamp", "spec"):
+        shutil.copytree(
+            tree / part, after / part, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    codes = [Code("after", after, rev, tree)]
+    if baseline:
+        try:
+            full = git("rev-parse", "--verify", f"{baseline}^{{commit}}")
+        except subprocess.CalledProcessError:
+            raise SystemExit(
+                f"--baseline {baseline} is not a commit of this repository: give one (git log) or none"
+            ) from None
+        folder = work / "before"
+        folder.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", full, "swamp", "spec"], check=True, capture_output=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+        codes.insert(0, Code("before", folder, full, ROOT))
+    for code in codes:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(code.tree / "swamp")], check=True)
+    return codes
+
+
+def turns(codes: list[Code], i: int) -> list[Code]:
+    """The codes in the order of round `i`: alternating, so that drift hits both alike."""
+    return codes if i % 2 == 0 else codes[::-1]
+
+
+def compare(
+    figures: dict[str, Any], key: Callable[[dict[str, Any]], float], target: float, kind: str
+) -> dict[str, Any]:
+    """One target: the figure before and after, after/before, and whether it is met. `kind`: "max"
+    (after <= target), "min" (after >= target) or "gain" (after/before >= target)."""
+    after = key(figures["after"])
+    out: dict[str, Any] = {"after": after}
+    ratio = None
+    if "before" in figures:
+        before = key(figures["before"])
+        ratio = round(after / before, 3) if before else None
+        out = {"before": before, "after": after, "afterOverBefore": ratio}
+    if kind == "max":
+        out.update(target=f"<= {target}", met=after <= target)
+    elif kind == "min":
+        out.update(target=f">= {target}", met=after >= target)
+    else:
+        out.update(target=f">= {target}x before", met=ratio is not None and ratio >= target)
+    return out
+
+
+def gains(figures: dict[str, Any], keys: list[str]) -> dict[str, float]:
+    """after/before of each numeric figure under `keys` (dotted paths)."""
+    if "before" not in figures:
+        return {}
+    out = {}
+    for path in keys:
+        before, after = figures["before"], figures["after"]
+        for part in path.split("."):
+            before, after = before[part], after[part]
+        if before:
+            out[path] = round(after / before, 3)
+    return out
+
+
+# -- the cluster and the stores -------------------------------------------------------------------------
 
 
 class Cluster:
@@ -85,9 +244,9 @@ class Cluster:
         address = self.address.replace("///swamp?", f"///{database}?")
         return f"{address}&options=-csearch_path%3D{schema}"
 
-    def store(self, schema: str) -> dict[str, str]:
-        """The environment of swamp commands on the schema `schema`, migrated here."""
-        store_env = {**env(), "SWAMP_STORE_URL": self.url(schema)}
+    def store(self, schema: str, code: Code) -> dict[str, str]:
+        """The environment of `code`'s swamp commands on the schema `schema`, migrated here by it."""
+        store_env = {**env(), "SWAMP_STORE_URL": self.url(schema), **code.env()}
         done = subprocess.run([SWAMP, "store", "migrate"], capture_output=True, text=True, env=store_env)
         if done.returncode != 0:
             raise SystemExit(f"swamp store migrate failed: {done.stdout}{done.stderr}")
@@ -100,9 +259,56 @@ class Cluster:
             cur = conn.execute(statements, args or None)  # type: ignore[arg-type]
             return cur.fetchall() if cur.description else []
 
+    def lsn(self) -> str:
+        return str(self.sql("public", "SELECT pg_current_wal_insert_lsn()")[0][0])
 
-def file_store() -> dict[str, str]:
-    return {**env(), "SWAMP_STORE_URL": "file"}
+    def commits_between(self, start: str, end: str) -> dict[str, int]:
+        """COMMIT records in the WAL from `start` to `end`: `commits`, of transactions that wrote
+        rows (durable: a synchronous commit waits for its flush), and `commitsWithoutWrites`, of
+        transactions whose only record is their commit (a NOTIFY sent in a transaction of its own,
+        which may skip the wait with synchronous_commit off)."""
+        if start == end:
+            return {"commits": 0, "commitsWithoutWrites": 0}
+        done = subprocess.run(
+            [
+                str(self.bin / "pg_waldump"),
+                "-p",
+                str(self.data / "data" / "pg_wal"),
+                "-s",
+                start,
+                "-e",
+                end,
+            ],
+            capture_output=True,
+            text=True,
+        )
+        return wal_commits(done.stdout.splitlines())
+
+
+WAL_RECORD = re.compile(r"^rmgr: (\w+)\s.*?\btx:\s+(\d+),.*?desc: (.*)$")
+
+
+def wal_commits(lines: list[str]) -> dict[str, int]:
+    """pg_waldump's lines: commits of transactions that wrote (a record of theirs or of one of
+    their subtransactions besides the commit) and commits of transactions that wrote nothing else."""
+    wrote: set[str] = set()
+    commits: list[set[str]] = []
+    for line in lines:
+        m = WAL_RECORD.match(line)
+        if not m:
+            continue
+        rmgr, tx, desc = m.groups()
+        if rmgr == "Transaction" and desc.startswith("COMMIT"):
+            subxacts = re.search(r"subxacts: ([\d ]+)", desc)
+            commits.append({tx, *(subxacts.group(1).split() if subxacts else [])})
+        elif tx != "0":
+            wrote.add(tx)
+    writing = sum(1 for xids in commits if xids & wrote)
+    return {"commits": writing, "commitsWithoutWrites": len(commits) - writing}
+
+
+def file_store(code: Code) -> dict[str, str]:
+    return {**env(), "SWAMP_STORE_URL": "file", **code.env()}
 
 
 def run(argv: list[str], root: Path, store: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
@@ -155,7 +361,241 @@ def settle(cluster: Cluster | None = None) -> None:
     time.sleep(0.2)
 
 
-# -- (a) throughput -------------------------------------------------------------------------------------
+# -- (costs) round trips, commits, fsyncs ---------------------------------------------------------------
+
+SYSCALL = re.compile(r"^(\d+)\s+(?:<\.\.\. (\w+) resumed>|(\w+)\((\d+)<([^>]*)>)")
+RESULT = re.compile(r"=\s+(-?\d+)")
+SENDS = {"sendto", "send", "sendmsg", "write", "writev"}
+RECEIVES = {"recvfrom", "recv", "recvmsg", "read"}
+STATEMENT = re.compile(
+    r"(?:(?<![A-Za-z])|(?<=\\[a-z]))"  # after a non-letter or an escape such as \r
+    r"(?:SELECT|INSERT|UPDATE|DELETE|WITH|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|LISTEN|NOTIFY|SET|LOCK)"
+    r"\b[^\\\"]*"
+)
+
+
+def traced(
+    argv: list[str], root: Path, store: dict[str, str], calls: str
+) -> tuple[list[str], dict[str, int]]:
+    """Run `argv` under strace (only `calls`, -yy naming each descriptor's file or socket) and with
+    SWAMP_STORE_COUNTS: the trace's lines, and the process's own counts where its swamp has them."""
+    if shutil.which("strace") is None:
+        raise SystemExit(
+            "the costs section counts with strace, which is not installed: apt-get install strace"
+        )
+    with tempfile.TemporaryDirectory(prefix="swamp-bench-trace-") as folder:
+        trace, counts = Path(folder) / "trace", Path(folder) / "counts"
+        run(
+            ["strace", "-f", "-qq", "-yy", "-s", "80", "-e", f"trace={calls}", "-o", str(trace), *argv],
+            root,
+            {**store, "SWAMP_STORE_COUNTS": str(counts)},
+        )
+        own = json.loads(counts.read_text().splitlines()[-1]) if counts.exists() else {}
+        own.pop("pid", None)
+        return trace.read_text().splitlines(), own
+
+
+def round_trips(lines: list[str]) -> tuple[int, list[str]]:
+    """Round trips to PostgreSQL in a trace: replies read on a PostgreSQL socket after the client
+    sent there, less one start-up exchange per connection (a farewell that waits for no reply is
+    none). Requests sent together (a pipeline) count once: the client waited once. With them, the
+    start of the first statement each round trip sent (what the trace shows of it)."""
+    sockets: set[str] = set()
+    pending: dict[str, tuple[str, str]] = {}
+    last: dict[str, str] = {}
+    sent: dict[str, list[str]] = {}
+    statements: list[str] = []
+    replies = connections = 0
+    for line in lines:
+        m = SYSCALL.match(line)
+        if not m:
+            continue
+        tid = m.group(1)
+        if m.group(2):  # "<... recvfrom resumed>": the call began on an earlier line
+            if tid not in pending:
+                continue
+            name, fd = pending.pop(tid)
+        else:
+            name, fd = m.group(3), m.group(5)
+            if name == "connect" and ".s.PGSQL." in line:
+                inode = re.match(r"UNIX-STREAM:\[(\d+)", fd)
+                if inode:
+                    sockets.add(inode.group(1))
+                    connections += 1
+                continue
+            if name in SENDS:
+                text = STATEMENT.search(line)
+                if text:
+                    sent.setdefault(fd, []).append(text.group(0))
+            if "<unfinished ...>" in line:
+                pending[tid] = (name, fd)
+                continue
+        inode_match = re.match(r"UNIX-STREAM:\[(\d+)", fd)
+        if not inode_match or inode_match.group(1) not in sockets:
+            continue
+        inode = inode_match.group(1)
+        result = RESULT.findall(line)
+        if not result or int(result[-1]) <= 0:
+            continue  # EAGAIN and the like: nothing went either way
+        if name in SENDS:
+            last[inode] = "send"
+        elif name in RECEIVES:
+            if last.get(inode) == "send":
+                replies += 1
+                texts = sent.pop(fd, [])
+                if texts:
+                    statements.append(texts[0])
+            last[inode] = "recv"
+    return replies - connections, statements
+
+
+def fsyncs(lines: list[str]) -> dict[str, int]:
+    """fsyncs in a trace, and of them the durable writes: fsyncs of files (a folder's fsync makes a
+    rename durable; it is the second half of one record write, not a write of its own)."""
+    total = writes = 0
+    for line in lines:
+        m = SYSCALL.match(line)
+        if not m or m.group(3) not in ("fsync", "fdatasync"):
+            continue
+        total += 1
+        if not Path(m.group(5)).is_dir():
+            writes += 1
+    return {"fsyncs": total, "durableWrites": writes}
+
+
+def median_of(samples: list[dict[str, int]]) -> dict[str, float]:
+    keys = samples[0].keys() if samples else []
+    return {k: statistics.median(s[k] for s in samples) for k in keys}
+
+
+def costs(repeats: int, codes: list[Code]) -> dict[str, Any]:
+    signal_argv = [SWAMP, "workflow", "signal", "WAIT", "--payload", PAYLOAD]
+    samples: dict[str, dict[str, list[dict[str, int]]]] = {
+        code.label: {
+            k: []
+            for k in (
+                "pgSignal",
+                "pgResume",
+                "pgSignalOwn",
+                "pgResumeOwn",
+                "fileSignal",
+                "fileResume",
+                "fileSignalOwn",
+                "fileResumeOwn",
+            )
+        }
+        for code in codes
+    }
+    exchanges: dict[str, dict[str, list[str]]] = {code.label: {} for code in codes}
+    with Cluster() as cluster:
+        setups = {}
+        try:
+            for code in codes:
+                pg_repo, file_repo = make_repo(REPO_FILES, code.env()), make_repo(REPO_FILES, code.env())
+                pg_store, files = cluster.store(f"bench_costs_{code.label}", code), file_store(code)
+                setups[code.label] = (
+                    pg_repo,
+                    pg_store,
+                    open_waits(pg_repo, pg_store, repeats + 1),
+                    file_repo,
+                    files,
+                    open_waits(file_repo, files, repeats + 1),
+                )
+            for code in codes:  # one untraced round each first: caches warm, nothing measured
+                pg_repo, pg_store, pg_runs, file_repo, files, file_runs = setups[code.label]
+                for root, store, (run_id, wait) in (
+                    (pg_repo, pg_store, pg_runs[-1]),
+                    (file_repo, files, file_runs[-1]),
+                ):
+                    run([*signal_argv[:3], wait, *signal_argv[4:]], root, store)
+                    run([SWAMP, "workflow", "resume", "waiter", "--run", run_id], root, store)
+            settle(cluster)
+            for i in range(repeats):
+                for code in turns(codes, i):
+                    pg_repo, pg_store, pg_runs, file_repo, files, file_runs = setups[code.label]
+                    got = samples[code.label]
+                    run_id, wait = pg_runs[i]
+                    before = cluster.lsn()
+                    lines, own = traced(
+                        [*signal_argv[:3], wait, *signal_argv[4:]], pg_repo, pg_store, "network"
+                    )
+                    middle = cluster.lsn()
+                    trips, sent = round_trips(lines)
+                    exchanges[code.label].setdefault("signal", sent)
+                    got["pgSignal"].append({"roundTrips": trips, **cluster.commits_between(before, middle)})
+                    got["pgSignalOwn"].append(own)
+                    lines, own = traced(
+                        [SWAMP, "workflow", "resume", "waiter", "--run", run_id], pg_repo, pg_store, "network"
+                    )
+                    after = cluster.lsn()
+                    trips, sent = round_trips(lines)
+                    exchanges[code.label].setdefault("continuation", sent)
+                    got["pgResume"].append({"roundTrips": trips, **cluster.commits_between(middle, after)})
+                    got["pgResumeOwn"].append(own)
+                    run_id, wait = file_runs[i]
+                    lines, own = traced(
+                        [*signal_argv[:3], wait, *signal_argv[4:]], file_repo, files, "fsync,fdatasync"
+                    )
+                    got["fileSignal"].append(fsyncs(lines))
+                    got["fileSignalOwn"].append(own)
+                    lines, own = traced(
+                        [SWAMP, "workflow", "resume", "waiter", "--run", run_id],
+                        file_repo,
+                        files,
+                        "fsync,fdatasync",
+                    )
+                    got["fileResume"].append(fsyncs(lines))
+                    got["fileResumeOwn"].append(own)
+        finally:
+            for setup in setups.values():
+                remove(setup[0])
+                remove(setup[3])
+    figures: dict[str, Any] = {}
+    for code in codes:
+        got = {k: median_of(v) for k, v in samples[code.label].items()}
+        figures[code.label] = {
+            "postgresql": {"signal": got["pgSignal"], "continuation": got["pgResume"]},
+            "fileStore": {"signal": got["fileSignal"], "continuation": got["fileResume"]},
+            "postgresqlRoundTrips": exchanges[code.label],  # what each sent first, in order (one sample)
+        }
+        if code.counts:
+
+            def only(counted: dict[str, float], keys: tuple[str, ...]) -> dict[str, float]:
+                return {k: v for k, v in counted.items() if k in keys}
+
+            pg_keys, file_keys = ("roundTrips", "commits"), ("fsyncs",)
+            figures[code.label]["selfCounted"] = {
+                "postgresql": {
+                    "signal": only(got["pgSignalOwn"], pg_keys),
+                    "continuation": only(got["pgResumeOwn"], pg_keys),
+                },
+                "fileStore": {
+                    "signal": only(got["fileSignalOwn"], file_keys),
+                    "continuation": only(got["fileResumeOwn"], file_keys),
+                },
+            }
+    return {
+        "repeats": repeats,
+        "counting": "round trips: replies after sends on PostgreSQL sockets (strace), less "
+        "connection start-ups; commits: COMMIT records in the WAL the process wrote (pg_waldump); "
+        "files: fsyncs (strace), durable writes = fsyncs of files. The same for both packages; "
+        "selfCounted is SWAMP_STORE_COUNTS.",
+        **figures,
+        "targets": {
+            "roundTripsPerSignal": compare(
+                figures, lambda f: f["postgresql"]["signal"]["roundTrips"], 4, "max"
+            ),
+            "commitsPerContinuation": compare(
+                figures, lambda f: f["postgresql"]["continuation"]["commits"], 2, "max"
+            ),
+            "fileDurableWritesPerContinuation": compare(
+                figures, lambda f: f["fileStore"]["continuation"]["durableWrites"], 2, "max"
+            ),
+        },
+    }
+
+
+# -- (deliveries) signals per second beside pgbench -----------------------------------------------------
 
 
 def burst(root: Path, store: dict[str, str], waits: list[str], clients: int) -> dict[str, Any]:
@@ -205,7 +645,7 @@ def burst(root: Path, store: dict[str, str], waits: list[str], clients: int) -> 
                 in_flight += 1
             elif in_flight == 0:
                 break
-    took = time.perf_counter() - started
+    ended = time.perf_counter()
     proc.stdin.close()
     proc.wait()
     counted = total - warm
@@ -213,19 +653,22 @@ def burst(root: Path, store: dict[str, str], waits: list[str], clients: int) -> 
         "signals": counted,
         "accepted": accepted,
         "errors": dict(errors),
-        "signalsPerSecond": round(counted / took, 1),
+        "signalsPerSecond": round(counted / (ended - started), 1),
+        "_started": started,
+        "_ended": ended,
     }
 
 
 def pgbench(cluster: Cluster, clients: int, seconds: int) -> dict[str, Any]:
     """TPS of pgbench's simple-update script (UPDATE, SELECT, INSERT: one commit) from `clients`
-    connections, on a database of its own in the same cluster."""
-    cluster.sql("public", "CREATE DATABASE pgbench")
+    connections, on a database of its own in the same cluster (made on the first call)."""
     host, user = re.search(r"host=([^&]+)&user=([^&]+)", cluster.address).groups()  # type: ignore[union-attr]
     common = ["-h", host, "-U", user]
-    subprocess.run(
-        [str(cluster.bin / "pgbench"), *common, "-i", "-q", "pgbench"], check=True, capture_output=True
-    )
+    if not cluster.sql("public", "SELECT 1 FROM pg_database WHERE datname = 'pgbench'"):
+        cluster.sql("public", "CREATE DATABASE pgbench")
+        subprocess.run(
+            [str(cluster.bin / "pgbench"), *common, "-i", "-q", "pgbench"], check=True, capture_output=True
+        )
     settle(cluster)
     done = subprocess.run(
         [
@@ -251,77 +694,333 @@ def pgbench(cluster: Cluster, clients: int, seconds: int) -> dict[str, Any]:
     return {"clients": clients, "seconds": seconds, "tps": round(float(tps.group(1)), 1)}
 
 
-def throughput(signals: int, clients: int, seconds: int) -> dict[str, Any]:
+def public(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if not k.startswith("_")}
+
+
+def deliveries(sizes: list[int], clients: int, seconds: int, codes: list[Code]) -> dict[str, Any]:
     helpers = {"SWAMP_SIGNAL_HELPERS": str(clients)}
+    out: dict[str, Any] = {"clientsInFlight": clients, "signalHelpers": clients}
+    targets: dict[str, Any] = {}
     with Cluster() as cluster:
-        pg_store = {**cluster.store("bench_throughput"), **helpers}
-        files = {**file_store(), **helpers}
-        pg_repo = make_repo({"workflows/workflow-waiter.yaml": WAITER})
-        file_repo = make_repo({"workflows/workflow-waiter.yaml": WAITER})
-        try:
-            pg_waits = [w for _, w in open_waits(pg_repo, pg_store, signals + clients)]
-            file_waits = [w for _, w in open_waits(file_repo, files, signals + clients)]
-            floor = pgbench(cluster, clients, seconds)
-            settle(cluster)
-            on_pg = burst(pg_repo, pg_store, pg_waits, clients)
-            settle(cluster)
-            on_files = burst(file_repo, files, file_waits, clients)
-        finally:
-            remove(pg_repo)
-            remove(file_repo)
-    ratio = round(on_pg["signalsPerSecond"] / floor["tps"], 3)
+        for size in sizes:
+            repos: list[Path] = []
+            try:
+                prepared = {}
+                for code in codes:
+                    pg_store = {**cluster.store(f"bench_deliver_{code.label}_{size}", code), **helpers}
+                    files = {**file_store(code), **helpers}
+                    pg_repo, file_repo = make_repo(REPO_FILES, code.env()), make_repo(REPO_FILES, code.env())
+                    repos += [pg_repo, file_repo]
+                    prepared[code.label] = {
+                        "postgresql": (
+                            pg_repo,
+                            pg_store,
+                            [w for _, w in open_waits(pg_repo, pg_store, size + clients)],
+                        ),
+                        "fileStore": (
+                            file_repo,
+                            files,
+                            [w for _, w in open_waits(file_repo, files, size + clients)],
+                        ),
+                    }
+                floor = pgbench(cluster, clients, seconds)  # just before: the machine's load drifts
+                figures: dict[str, Any] = {code.label: {} for code in codes}
+                for i, store in enumerate(("postgresql", "fileStore")):
+                    for code in turns(codes, i + size):
+                        settle(cluster)
+                        root, store_env, waits = prepared[code.label][store]
+                        figures[code.label][store] = public(burst(root, store_env, waits, clients))
+            finally:
+                for root in repos:
+                    remove(root)
+            for code in codes:
+                figures[code.label]["ratioToPgbench"] = round(
+                    figures[code.label]["postgresql"]["signalsPerSecond"] / floor["tps"], 3
+                )
+            out[f"waiting{size}"] = {
+                "pgbenchSimpleUpdate": floor,
+                **figures,
+                "afterOverBefore": gains(
+                    figures, ["postgresql.signalsPerSecond", "fileStore.signalsPerSecond"]
+                ),
+            }
+            targets[f"ratioToPgbench{size}"] = compare(figures, lambda f: f["ratioToPgbench"], 0.6, "min")
+            targets[f"postgresqlGain{size}"] = compare(
+                figures, lambda f: f["postgresql"]["signalsPerSecond"], 5, "gain"
+            )
+    out["targets"] = targets
+    return out
+
+
+# -- (oneHost, twoHosts) answered and continued with serve --auto-continue ------------------------------
+
+
+def pg_succeeded(cluster: Cluster, schema: str) -> Callable[[], int]:
+    """Succeeded runs in the schema (one connection, kept until the cluster stops)."""
+    import psycopg
+
+    conn = psycopg.connect(cluster.url(schema), autocommit=True)
+
+    def count() -> int:
+        row = conn.execute("SELECT count(*) FROM runs WHERE status = 'succeeded'").fetchone()
+        return int(row[0]) if row else 0
+
+    return count
+
+
+def files_finished(root: Path) -> Callable[[], int]:
+    """run_finished lines in the repository's event log, read on from where the last call stopped."""
+    offsets: dict[Path, int] = {}
+    seen = [0]
+
+    def count() -> int:
+        for path in sorted((root / ".swamp" / "events").glob("*.jsonl")):
+            with open(path, "rb") as log:
+                log.seek(offsets.get(path, 0))
+                data = log.read()
+            whole = data[: data.rfind(b"\n") + 1]
+            offsets[path] = offsets.get(path, 0) + len(whole)
+            seen[0] += whole.count(b'"event":"run_finished"')
+        return seen[0]
+
+    return count
+
+
+def resumed_counts(hosts: list[Path], run_ids: list[str]) -> dict[str, int]:
+    """How many times each run was continued: its journals' run_resumed lines over every host."""
+    counts = Counter[str]()
+    for host in hosts:
+        for run_id in run_ids:
+            journal = host / ".swamp" / "journal" / f"{run_id}.jsonl"
+            if journal.exists():
+                counts[run_id] += journal.read_text().count('"event":"run_resumed"')
+    return {run_id: counts[run_id] for run_id in run_ids}
+
+
+def answer_and_continue(
+    hosts: list[Path],
+    store: dict[str, str],
+    runs: list[tuple[str, str]],
+    clients: int,
+    finished: Callable[[], int],
+    bound: float,
+) -> dict[str, Any]:
+    """A `serve --auto-continue` in each host; `runs`' waits signalled, half through each host's
+    `swamp --jsonl`, `clients` in flight in total; the clock runs from the first timed signal (after
+    each --jsonl's warm-up) to the last answer (acknowledged) and to the last run finished (continued)."""
+    logs = [open(host / ".swamp" / "bench-serve.log", "wb") for host in hosts]  # noqa: SIM115
+    serves = [
+        subprocess.Popen(
+            [SWAMP, "serve", "--auto-continue"],
+            cwd=host,
+            env=store,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+        for host, log in zip(hosts, logs, strict=True)
+    ]
+    results: list[dict[str, Any]] = [{} for _ in hosts]
+    try:
+        time.sleep(2.0)  # imports, connections, LISTEN: a serve's start-up is not what is measured
+        for host, serve in zip(hosts, serves, strict=True):
+            if serve.poll() is not None:
+                said = (host / ".swamp" / "bench-serve.log").read_text(errors="replace")[-500:]
+                raise SystemExit(f"swamp serve exited {serve.returncode}: {said}")
+        per_host = max(1, clients // len(hosts))
+        helpers = {**store, "SWAMP_SIGNAL_HELPERS": str(per_host)}
+        shares = [[w for _, w in runs[i :: len(hosts)]] for i in range(len(hosts))]
+
+        def signal_share(i: int) -> None:
+            results[i] = burst(hosts[i], helpers, shares[i], per_host)
+
+        threads = [threading.Thread(target=signal_share, args=(i,)) for i in range(len(hosts))]
+        for thread in threads:
+            thread.start()
+        total, done_at = len(runs), None
+        deadline = time.monotonic() + bound
+        while time.monotonic() < deadline:
+            if finished() >= total:
+                done_at = time.perf_counter()
+                break
+            time.sleep(0.02)
+        for thread in threads:
+            thread.join()
+    finally:
+        for serve in serves:
+            if serve.poll() is None:
+                serve.send_signal(signal.SIGTERM)
+        for serve in serves:
+            try:
+                serve.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                serve.kill()
+                serve.communicate()
+        for log in logs:
+            log.close()
+    if not all(results):
+        raise SystemExit("a signalling --jsonl process did not finish")
+    started = min(r["_started"] for r in results)
+    signalled = sum(r["signals"] for r in results)
+    times = resumed_counts(hosts, [run_id for run_id, _ in runs])
     return {
-        "clientsInFlight": clients,
-        "signalHelpers": clients,
-        "postgresql": on_pg,
-        "fileStore": on_files,
-        "pgbenchSimpleUpdate": floor,
-        "ratioToPgbench": ratio,
-        "ratioToFileStore": round(on_pg["signalsPerSecond"] / on_files["signalsPerSecond"], 3),
-        "target": 0.5,
-        "met": ratio >= 0.5,
+        "runs": total,
+        "signalsTimed": signalled,
+        "accepted": sum(r["accepted"] for r in results),
+        "errors": dict(sum((Counter(r["errors"]) for r in results), Counter())),
+        "acknowledgedPerSecond": round(signalled / (max(r["_ended"] for r in results) - started), 1),
+        "continuedPerSecond": round(signalled / (done_at - started), 1) if done_at else None,
+        "allFinishedWithin": None
+        if done_at
+        else f"not all finished within {bound:.0f} s ({finished()} of {total})",
+        "continuedOnce": sum(1 for n in times.values() if n == 1),
+        "lost": sum(1 for n in times.values() if n == 0),
+        "continuedTwice": sum(1 for n in times.values() if n > 1),
     }
 
 
-# -- (b) command start ----------------------------------------------------------------------------------
+def rounds_of(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several rounds of answer_and_continue as one figure: the median rates (each round's kept),
+    the runs, answers and continuations summed."""
+    continued = [r["continuedPerSecond"] for r in results]
+    return {
+        "rounds": len(results),
+        "runs": sum(r["runs"] for r in results),
+        "acknowledgedPerSecond": round(statistics.median(r["acknowledgedPerSecond"] for r in results), 1),
+        "continuedPerSecond": None if None in continued else round(statistics.median(continued), 1),
+        "perRound": [[r["acknowledgedPerSecond"], r["continuedPerSecond"]] for r in results],
+        "accepted": sum(r["accepted"] for r in results),
+        "errors": dict(sum((Counter(r["errors"]) for r in results), Counter())),
+        "notAllFinished": [r["allFinishedWithin"] for r in results if r["allFinishedWithin"]],
+        "continuedOnce": sum(r["continuedOnce"] for r in results),
+        "lost": sum(r["lost"] for r in results),
+        "continuedTwice": sum(r["continuedTwice"] for r in results),
+    }
 
 
-def command_start(repeats: int) -> dict[str, Any]:
+def one_host(sizes: list[int], clients: int, rounds: int, codes: list[Code]) -> dict[str, Any]:
+    out: dict[str, Any] = {"clientsInFlight": clients, "rounds": rounds}
+    targets: dict[str, Any] = {}
     with Cluster() as cluster:
-        pg_store = cluster.store("bench_start")
-        files = file_store()
-        pg_repo = make_repo({"workflows/workflow-waiter.yaml": WAITER})
-        file_repo = make_repo({"workflows/workflow-waiter.yaml": WAITER})
-        try:
-            pg_waits = open_waits(pg_repo, pg_store, repeats)
-            file_waits = open_waits(file_repo, files, repeats)
-            settle(cluster)
-            samples: dict[str, list[float]] = {"pythonPass": [], "fileStore": [], "postgresql": []}
-            for i in range(repeats):  # interleaved, so that noise hits all three alike
-                samples["pythonPass"].append(timed([sys.executable, "-c", "pass"], file_repo, env()))
-                pairs = [
-                    ("fileStore", file_repo, files, file_waits),
-                    ("postgresql", pg_repo, pg_store, pg_waits),
-                ]
-                for name, root, store, waits in pairs if i % 2 == 0 else pairs[::-1]:
-                    samples[name].append(
-                        timed([SWAMP, "workflow", "signal", waits[i][1], "--payload", PAYLOAD], root, store)
+        for size in sizes:
+            for i, store in enumerate(("postgresql", "fileStore")):
+                results: dict[str, list[dict[str, Any]]] = {code.label: [] for code in codes}
+                for r in range(rounds):
+                    for code in turns(codes, r + i):
+                        root = make_repo(REPO_FILES, code.env())
+                        try:
+                            if store == "postgresql":
+                                schema = f"bench_one_{code.label}_{size}_{r}"
+                                store_env = cluster.store(schema, code)
+                                finished = pg_succeeded(cluster, schema)
+                            else:
+                                store_env, finished = file_store(code), files_finished(root)
+                            runs = open_waits(root, store_env, size)
+                            settle(cluster)
+                            results[code.label].append(
+                                answer_and_continue([root], store_env, runs, clients, finished, 60 + size)
+                            )
+                        finally:
+                            remove(root)
+                figures = {label: rounds_of(got) for label, got in results.items()}
+                out[f"{store}{size}"] = {
+                    **figures,
+                    "afterOverBefore": gains(figures, ["acknowledgedPerSecond", "continuedPerSecond"]),
+                }
+                targets[f"{store}{size}Continued"] = compare(
+                    figures, lambda f: f["continuedPerSecond"] or 0, 1.5, "gain"
+                )
+    out["targets"] = targets
+    return out
+
+
+def two_hosts(size: int, clients: int, rounds: int, codes: list[Code]) -> dict[str, Any]:
+    results: dict[str, list[dict[str, Any]]] = {code.label: [] for code in codes}
+    with Cluster() as cluster:
+        for r in range(rounds):
+            for code in turns(codes, r):
+                schema = f"bench_two_{code.label}_{r}"
+                store_env = cluster.store(schema, code)
+                hosts = [make_repo(REPO_FILES, code.env()) for _ in range(2)]
+                try:
+                    runs = open_waits(hosts[0], store_env, size)
+                    finished = pg_succeeded(cluster, schema)
+                    settle(cluster)
+                    results[code.label].append(
+                        answer_and_continue(hosts, store_env, runs, clients, finished, 60 + size)
                     )
+                finally:
+                    for host in hosts:
+                        remove(host)
+    figures = {label: rounds_of(got) for label, got in results.items()}
+    return {
+        "hosts": 2,
+        "clientsInFlight": f"{clients} in total, {max(1, clients // 2)} per host",
+        "rounds": rounds,
+        **figures,
+        "afterOverBefore": gains(figures, ["acknowledgedPerSecond", "continuedPerSecond"]),
+        "targets": {
+            "acknowledged": compare(figures, lambda f: f["acknowledgedPerSecond"], 4, "gain"),
+            "continued": compare(figures, lambda f: f["continuedPerSecond"] or 0, 2.5, "gain"),
+            "eachContinuedOnce": {
+                label: f["continuedOnce"] == f["runs"] and f["lost"] == 0 and f["continuedTwice"] == 0
+                for label, f in figures.items()
+            },
+        },
+    }
+
+
+# -- (commandStart) -------------------------------------------------------------------------------------
+
+
+def command_start(repeats: int, codes: list[Code]) -> dict[str, Any]:
+    samples: dict[str, dict[str, list[float]]] = {
+        code.label: {"fileStore": [], "postgresql": []} for code in codes
+    }
+    python_pass: list[float] = []
+    with Cluster() as cluster:
+        setups: dict[str, list[tuple[str, Path, dict[str, str], list[tuple[str, str]]]]] = {}
+        try:
+            for code in codes:
+                pg_store, files = cluster.store(f"bench_start_{code.label}", code), file_store(code)
+                pg_repo, file_repo = make_repo(REPO_FILES, code.env()), make_repo(REPO_FILES, code.env())
+                setups[code.label] = [
+                    ("fileStore", file_repo, files, open_waits(file_repo, files, repeats)),
+                    ("postgresql", pg_repo, pg_store, open_waits(pg_repo, pg_store, repeats)),
+                ]
+            settle(cluster)
+            for i in range(repeats):  # interleaved, so that noise hits all alike
+                python_pass.append(timed([sys.executable, "-c", "pass"], ROOT, env()))
+                for code in turns(codes, i):
+                    pairs = setups[code.label]
+                    for name, root, store, waits in pairs if i % 2 == 0 else pairs[::-1]:
+                        samples[code.label][name].append(
+                            timed(
+                                [SWAMP, "workflow", "signal", waits[i][1], "--payload", PAYLOAD], root, store
+                            )
+                        )
         finally:
-            remove(pg_repo)
-            remove(file_repo)
-    medians = {k: median_ms(v) for k, v in samples.items()}
-    ratio = round(medians["postgresql"] / medians["fileStore"], 3)
+            for pairs in setups.values():
+                for _, root, _, _ in pairs:
+                    remove(root)
+    figures: dict[str, Any] = {}
+    for code in codes:
+        medians = {k: median_ms(v) for k, v in samples[code.label].items()}
+        figures[code.label] = {
+            "signalMedianMs": medians,
+            "ratio": round(medians["postgresql"] / medians["fileStore"], 3),
+        }
     return {
         "repeats": repeats,
-        "signalMedianMs": medians,
-        "ratio": ratio,
-        "target": 1.5,
-        "met": ratio <= 1.5,
+        "pythonPassMedianMs": median_ms(python_pass),
+        **figures,
+        "afterOverBefore": gains(figures, ["signalMedianMs.postgresql", "signalMedianMs.fileStore"]),
+        "targets": {"postgresqlOverFiles": compare(figures, lambda f: f["ratio"], 1.5, "max")},
     }
 
 
-# -- (c) history ------------------------------------------------------------------------------------------
+# -- (history) ------------------------------------------------------------------------------------------
 
 IDS = {"wait": re.compile(r"wait_[a-z2-7]{26}"), "sig": re.compile(r"sig_[a-z2-7]{26}")}
 
@@ -398,55 +1097,80 @@ def clone_history(cluster: Cluster, schema: str, template: str, count: int) -> d
     return counts
 
 
-def history(finished: int, repeats: int) -> dict[str, Any]:
+def history(finished: int, repeats: int, codes: list[Code]) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
     with Cluster() as cluster:
-        stores = {"empty": cluster.store("bench_history_empty"), "full": cluster.store("bench_history_full")}
-        repos = {name: make_repo({"workflows/workflow-waiter.yaml": WAITER}) for name in stores}
+        prepared: dict[str, dict[str, tuple[Path, dict[str, str], list[tuple[str, str]]]]] = {}
+        rows: dict[str, dict[str, int]] = {}
         try:
-            full_root, full = repos["full"], stores["full"]
-            [(template, wait_id)] = open_waits(full_root, full, 1, offset=-1)
-            run([SWAMP, "workflow", "signal", wait_id, "--payload", PAYLOAD], full_root, full)
-            run([SWAMP, "workflow", "resume", "waiter", "--run", template], full_root, full)
-            rows = clone_history(cluster, "bench_history_full", template, finished)
-            clone = cluster.sql(
-                "bench_history_full", "SELECT run_id FROM runs WHERE run_id <> %s LIMIT 1", template
-            )
-            shown = json.loads(
-                run([SWAMP, "workflow", "history", "get", clone[0][0], "--json"], full_root, full).stdout
-            )
-            if shown.get("status") != "succeeded":  # a clone swamp cannot read would measure nothing real
-                raise SystemExit(f"a cloned run does not read back as a finished run: {shown}")
-            prepared = {
-                name: open_waits(repos[name], stores[name], repeats, offset=1_000_000) for name in stores
-            }
-            samples = {name: {"waits": [], "signal": [], "resume": []} for name in stores}  # type: ignore[var-annotated]
+            for code in codes:
+                schemas = {name: f"bench_history_{name}_{code.label}" for name in ("empty", "full")}
+                stores = {name: cluster.store(schema, code) for name, schema in schemas.items()}
+                repos = {name: make_repo(REPO_FILES, code.env()) for name in stores}
+                prepared[code.label] = {name: (repos[name], stores[name], []) for name in stores}
+                full_root, full = repos["full"], stores["full"]
+                [(template, wait_id)] = open_waits(full_root, full, 1, offset=-1)
+                run([SWAMP, "workflow", "signal", wait_id, "--payload", PAYLOAD], full_root, full)
+                run([SWAMP, "workflow", "resume", "waiter", "--run", template], full_root, full)
+                rows[code.label] = clone_history(cluster, schemas["full"], template, finished)
+                clone = cluster.sql(
+                    schemas["full"], "SELECT run_id FROM runs WHERE run_id <> %s LIMIT 1", template
+                )
+                shown = json.loads(
+                    run([SWAMP, "workflow", "history", "get", clone[0][0], "--json"], full_root, full).stdout
+                )
+                if shown.get("status") != "succeeded":  # a clone swamp cannot read would measure nothing real
+                    raise SystemExit(f"a cloned run does not read back as a finished run: {shown}")
+                for name in stores:
+                    prepared[code.label][name][2].extend(
+                        open_waits(repos[name], stores[name], repeats, offset=1_000_000)
+                    )
+            samples = {
+                code.label: {name: {"waits": [], "signal": [], "resume": []} for name in ("empty", "full")}
+                for code in codes
+            }  # type: ignore[var-annotated]
             settle(cluster)
             for i in range(repeats):
-                for name in ("empty", "full") if i % 2 == 0 else ("full", "empty"):
-                    root, store, (run_id, wait) = repos[name], stores[name], prepared[name][i]
-                    samples[name]["waits"].append(timed([SWAMP, "workflow", "waits", "--json"], root, store))
-                    samples[name]["signal"].append(
-                        timed([SWAMP, "workflow", "signal", wait, "--payload", PAYLOAD], root, store)
-                    )
-                    samples[name]["resume"].append(
-                        timed([SWAMP, "workflow", "resume", "waiter", "--run", run_id], root, store)
-                    )
+                for code in turns(codes, i):
+                    for name in ("empty", "full") if i % 2 == 0 else ("full", "empty"):
+                        root, store, waits = prepared[code.label][name]
+                        run_id, wait = waits[i]
+                        got = samples[code.label][name]
+                        got["waits"].append(timed([SWAMP, "workflow", "waits", "--json"], root, store))
+                        got["signal"].append(
+                            timed([SWAMP, "workflow", "signal", wait, "--payload", PAYLOAD], root, store)
+                        )
+                        got["resume"].append(
+                            timed([SWAMP, "workflow", "resume", "waiter", "--run", run_id], root, store)
+                        )
         finally:
-            for root in repos.values():
-                remove(root)
-    base = {k: median_ms(v) for k, v in samples["empty"].items()}
-    loaded = {k: median_ms(v) for k, v in samples["full"].items()}
-    ratios = {k: round(loaded[k] / base[k], 3) for k in base}
+            for setup in prepared.values():
+                for root, _, _ in setup.values():
+                    remove(root)
+    for code in codes:
+        base = {k: median_ms(v) for k, v in samples[code.label]["empty"].items()}
+        loaded = {k: median_ms(v) for k, v in samples[code.label]["full"].items()}
+        figures[code.label] = {
+            "emptyMs": base,
+            "withHistoryMs": loaded,
+            "ratio": {k: round(loaded[k] / base[k], 3) for k in base},
+        }
     return {
         "finishedRuns": finished,
         "rowsInTheFullSchema": rows,
         "repeats": repeats,
-        "emptyMs": base,
-        "withHistoryMs": loaded,
-        "ratio": ratios,
-        "target": 1.3,
-        "met": all(r <= 1.3 for r in ratios.values()),
+        **figures,
+        "afterOverBefore": gains(figures, [f"withHistoryMs.{k}" for k in ("waits", "signal", "resume")]),
+        "targets": {
+            k: compare(figures, lambda f, k=k: f["ratio"][k], 1.3, "max")
+            for k in ("waits", "signal", "resume")
+        },
     }
+
+
+# -- the report -----------------------------------------------------------------------------------------
+
+SECTIONS = ("costs", "deliveries", "oneHost", "twoHosts", "commandStart", "history")
 
 
 def main() -> None:
@@ -455,26 +1179,76 @@ def main() -> None:
     )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script, not the targets")
     parser.add_argument(
+        "--only", default="", help=f"comma-separated sections to run: {', '.join(SECTIONS)} (default: all)"
+    )
+    parser.add_argument(
+        "--baseline",
+        default=BASELINE,
+        metavar="REV",
+        help=f"the revision measured as 'before' (default {BASELINE}: main before issue 31); none",
+    )
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        default=ROOT,
+        metavar="DIR",
+        help="the checkout whose swamp package is 'after' (default: this one), e.g. another worktree",
+    )
+    parser.add_argument(
         "--clients", type=int, default=4, help="requests in flight, pgbench -c/-j (default 4)"
     )
-    parser.add_argument("--signals", type=int, default=1000, help="signals timed in (a) (default 1000)")
+    parser.add_argument(
+        "--sizes", default="200,1000", help="waiting runs in deliveries and oneHost (default 200,1000)"
+    )
+    parser.add_argument("--two-hosts", type=int, default=200, help="runs in twoHosts (default 200)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of oneHost and twoHosts, medians reported (default 3)"
+    )
+    parser.add_argument(
+        "--costs", type=int, default=5, help="signals and continuations counted in costs (default 5)"
+    )
     parser.add_argument("--pgbench-seconds", type=int, default=10, help="pgbench -T (default 10)")
-    parser.add_argument("--repeats", type=int, default=15, help="samples of each command in (b) and (c)")
-    parser.add_argument("--history", type=int, default=100_000, help="finished runs in (c) (default 100000)")
-    parser.add_argument("--only", choices=("throughput", "start", "history"), help="one section only")
+    parser.add_argument(
+        "--repeats", type=int, default=15, help="samples of each command in commandStart, history"
+    )
+    parser.add_argument(
+        "--history", type=int, default=100_000, help="finished runs in history (default 100000)"
+    )
     args = parser.parse_args()
+    chosen = [s for s in args.only.split(",") if s] or list(SECTIONS)
+    unknown = [s for s in chosen if s not in SECTIONS]
+    if unknown:
+        parser.error(f"--only: no section {', '.join(unknown)}; choose among {', '.join(SECTIONS)}")
+    sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.smoke:
-        args.signals, args.pgbench_seconds, args.repeats, args.history = 20, 2, 3, 200
-    sections = {
-        "throughput": lambda: throughput(args.signals, args.clients, args.pgbench_seconds),
-        "commandStart": lambda: command_start(args.repeats),
-        "history": lambda: history(args.history, args.repeats),
+        sizes, args.two_hosts, args.costs, args.pgbench_seconds, args.rounds = [12], 12, 1, 2, 1
+        args.repeats, args.history = 2, 200
+    baseline = None if args.baseline.lower() == "none" else args.baseline
+    with tempfile.TemporaryDirectory(prefix="swamp-bench-code-") as work:
+        codes = prepare_codes(baseline, args.tree.resolve(), Path(work))
+        report: dict[str, Any] = {
+            "benchmark": "pg",
+            "smoke": args.smoke,
+            "code": {code.label: code.describe() for code in codes},
+        }
+        sections: dict[str, Callable[[], dict[str, Any]]] = {
+            "costs": lambda: costs(args.costs, codes),
+            "deliveries": lambda: deliveries(sizes, args.clients, args.pgbench_seconds, codes),
+            "oneHost": lambda: one_host(sizes, args.clients, args.rounds, codes),
+            "twoHosts": lambda: two_hosts(args.two_hosts, args.clients, args.rounds, codes),
+            "commandStart": lambda: command_start(args.repeats, codes),
+            "history": lambda: history(args.history, args.repeats, codes),
+        }
+        for name in SECTIONS:
+            if name in chosen:
+                started = time.monotonic()
+                report[name] = {**sections[name](), "seconds": round(time.monotonic() - started, 1)}
+    report["targets"] = {
+        f"{name}.{target}": verdict
+        for name in SECTIONS
+        if name in report
+        for target, verdict in report[name]["targets"].items()
     }
-    chosen = {"throughput": "throughput", "start": "commandStart", "history": "history"}.get(args.only or "")
-    report: dict[str, Any] = {"benchmark": "pg", "smoke": args.smoke}
-    for name, measure in sections.items():
-        if chosen in (None, name):
-            report[name] = measure()
     print(json.dumps(report, indent=2))
 
 
