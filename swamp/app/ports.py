@@ -126,6 +126,11 @@ class HeldSignals(Protocol):
 
     def exists(self, wait_id: str) -> bool: ...
 
+    def exists_with_next_read(self, wait_id: str) -> Callable[[], bool]:
+        """`exists`, asked with the store's next read (PostgreSQL: in the same round trip); call
+        the result after that read for the answer."""
+        ...
+
     def discard(self, wait_id: str) -> bool:
         """Remove it; True iff this call removed it (so exactly one caller did)."""
         ...

@@ -178,11 +178,12 @@ def signal(
     # Brief unless the run is continued under the same claim: the claim is then only the write's
     # own transaction on PostgreSQL (its lock sent with the read, released by the commit).
     with app.claim(found.id, timeout=claim_timeout, purpose="signal", brief=not resume):
+        held_now = app.held.exists_with_next_read(wait_id)  # one round trip with the load
         try:
             run = app.runs.load(found.workflowId, found.id)
         except RunNotFound:
             raise _unknown(wait_id) from None
-        if app.held.exists(wait_id):
+        if held_now():
             from .held import settle_claimed  # an early signal held for this wait comes first
 
             settle_claimed(app, run)

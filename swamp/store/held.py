@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 
 from ..domain.held import HeldSignal
 from ..domain.records import RecordError, read_record, write_record
@@ -72,6 +73,9 @@ class HeldStore:
 
     def exists(self, wait_id: str) -> bool:
         return os.path.lexists(self._path(wait_id))
+
+    def exists_with_next_read(self, wait_id: str) -> Callable[[], bool]:
+        return lambda: self.exists(wait_id)  # a file is looked at when asked
 
     def discard(self, wait_id: str) -> bool:
         """Remove the held signal; True iff this call removed it (so exactly one caller did)."""

@@ -185,6 +185,13 @@ class Database:
         for channel, payload in notes:
             conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
+    def flush(self) -> None:
+        """Send what send() queued on this thread's connection, now."""
+        conn = self.connection()
+        if isinstance(conn, lean.Connection):
+            with self.errors("read from"):
+                conn.flush()
+
     def _appending(self, conn: Any) -> None:
         """Before the transaction's first write gives it an id (and never while it waits for a
         claim): the shared lock that makes readers of the event log hold back for it until it
@@ -307,6 +314,28 @@ class Database:
 
     # -- the schema ---------------------------------------------------------------------------------
 
+    def known_version(self) -> int | None:
+        """The schema version, read with the schema's name in one statement, when the first
+        schema of the search_path exists and holds swamp's tables; None otherwise (the caller
+        looks more closely), and always inside a transaction (a failed statement would end it)."""
+        if self.in_transaction():
+            return None
+        conn = self.connection()
+        try:
+            rows = conn.execute(
+                "SELECT current_schema(), current_setting('search_path'), "
+                "(SELECT value FROM swamp_meta WHERE key = 'schema_version')"
+            ).fetchall()
+        except _errors():  # no such table here (or no right to it): the closer look says which
+            if getattr(conn, "broken", False) or conn.closed:
+                self._local.conn = None
+            return None
+        current, path, version = rows[0]
+        if current is None or version is None or _first_schema(path) != current:
+            return None
+        self._schema = str(current)
+        return int(version)
+
     @property
     def schema(self) -> str:
         """The schema swamp's tables live in: current_schema(), or the first of the search_path
@@ -315,10 +344,7 @@ class Database:
             rows = self.execute("SELECT current_schema(), current_setting('search_path')")
             current, path = rows[0]
             if current is None:
-                first = path.split(",")[0].strip()
-                current = first[1:-1].replace('""', '"') if first.startswith('"') else first
-                if current == "$user":
-                    current = "public"
+                current = _first_schema(path)
             self._schema = str(current)
         return self._schema
 
@@ -331,6 +357,12 @@ class Database:
             return channel
         digest = hashlib.sha256(self.schema.encode("utf-8")).hexdigest()[:32]
         return f"swamp.{digest}.{name}"
+
+
+def _first_schema(search_path: str) -> str:
+    first = search_path.split(",")[0].strip()
+    name = first[1:-1].replace('""', '"') if first.startswith('"') else first
+    return "public" if name == "$user" else name
 
 
 def _begin(conn: Any) -> None:

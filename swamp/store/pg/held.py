@@ -8,6 +8,7 @@ hold = INSERT ... ON CONFLICT DO NOTHING, discard = DELETE ... RETURNING.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from ...domain.held import HeldSignal
 from ...domain.records import RecordError, read_record, write_record
@@ -40,6 +41,19 @@ class PgHeldStore:
 
     def exists(self, wait_id: str) -> bool:
         return bool(self.db.execute("SELECT 1 FROM held WHERE wait_id = %s", (wait_id,)))
+
+    def exists_with_next_read(self, wait_id: str) -> Callable[[], bool]:
+        found: list[bool] = []
+        self.db.send(
+            "SELECT 1 FROM held WHERE wait_id = %s", (wait_id,), lambda rows: found.append(bool(rows))
+        )
+
+        def answer() -> bool:
+            if not found:  # no read was made since: send it now
+                self.db.flush()
+            return found[0]
+
+        return answer
 
     def discard(self, wait_id: str) -> bool:
         """Remove it; True iff this call removed it (so exactly one caller did)."""

@@ -98,7 +98,11 @@ CURRENT = MIGRATIONS[-1][0]
 
 
 def schema_version(db: Database) -> int:
-    """The database's schema version; 0 when swamp's tables are not there."""
+    """The database's schema version; 0 when swamp's tables are not there. One round trip when
+    they are (the common case: a command's first statement also tells the schema's name)."""
+    known = db.known_version()
+    if known is not None:
+        return known
     rows = db.execute(
         "SELECT CASE WHEN current_schema() IS NULL THEN false "
         "ELSE to_regclass(format('%I.swamp_meta', current_schema())) IS NOT NULL END"
