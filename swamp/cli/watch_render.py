@@ -128,16 +128,16 @@ def then_watch(timeout: float | None) -> Any:
     def follow(data: dict[str, Any], use_json: bool, ask: Any) -> dict[str, Any]:
         if data.get("status") in ("succeeded", "failed", "cancelled"):
             return {**data, "watch": {"outcome": "finished"}}
-        if not use_json:
-            from .render import run_outcome
-
-            run_outcome(data)
-            out()
-            out(watching_line(data))  # WATCH-015: it does not look hung
         payload: dict[str, Any] = {"run": data["id"], "fromSuspension": True}
         if timeout is not None:
             payload["timeout"] = timeout
-        try:
+        try:  # from the line that says Ctrl-C stops the watching: so it does, at any moment
+            if not use_json:
+                from .render import run_outcome
+
+                run_outcome(data)
+                out()
+                out(watching_line(data))  # WATCH-015: it does not look hung
             watched: dict[str, Any] = ask("workflow.watch", payload, WatchProgress(quiet_start=True))
         except KeyboardInterrupt:  # Ctrl-C stops the watching, never the run (as `watch` does)
             from ..domain.errors import EXIT_SIGINT

@@ -202,29 +202,7 @@ class PgAnnouncement:
             self.release()
             self.hold()
 
-    def _begin_brief(self) -> PgClaim:
-        millis = max(1, int(self.timeout * 1000))
-        transaction = self.db.transaction("write to", keep_on_error=True)
-        transaction.__enter__()
-        self._transaction = transaction
-        self.db.send(
-            "SELECT set_config('lock_timeout', %s, true), pg_advisory_xact_lock(" + _KEY + ")",
-            (f"{millis}ms", _lock_name(self.db, self.run_id)),
-        )
-        self.db.refuse_lock_timeout(True)  # the lock's refusal arrives with the next read
-        return self
-
-    def release(self, failure: BaseException | None = None) -> None:
-        transaction, self._transaction = self._transaction, None
-        if transaction is not None:
-            self.db.refuse_lock_timeout(False)
-            # Commits what was written under the claim, even when the block failed (as the file
-            # store keeps it); a refusal of the lock itself was rolled back by the database.
-            if failure is None:
-                transaction.__exit__(None, None, None)
-            else:
-                transaction.__exit__(type(failure), failure, failure.__traceback__)
-            return
+    def release(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(Exception):  # unlocked first: a closed session ends a moment later
