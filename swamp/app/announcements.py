@@ -13,11 +13,11 @@ ask.
 
 from __future__ import annotations
 
+from ..domain.announcements import AUTO_CONTINUE, ENFORCER
 from ..domain.errors import SwampError
 from .context import App
 
-AUTO_CONTINUE = "serve-auto-continue"  # never a run ID (those are UUIDs)
-ENFORCER = "deadlines"
+__all__ = ["AUTO_CONTINUE", "ENFORCER", "announced"]
 
 
 def announced(app: App, name: str) -> bool:

@@ -23,9 +23,11 @@ import hashlib
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ...domain.announcements import NAMES
 from ...domain.errors import StorageError, StoreUnavailable
 from . import lean
 from .conninfo import Conninfo
@@ -38,6 +40,13 @@ CHANNEL_BYTES = 63  # PostgreSQL's limit on an identifier (a channel name), in b
 INSUFFICIENT_PRIVILEGE = "42501"
 LOCK_NOT_AVAILABLE = "55P03"
 _WRITES = ("INSERT", "UPDATE", "DELETE", "WITH")  # statements that give a transaction its id
+ANNOUNCED_FRESH = 2.0  # seconds a command trusts the announcements its first statement read
+_ANNOUNCED = (  # a shared session advisory lock on `<schema>:<name>` is held (claim.py's key)
+    "SELECT 1 FROM pg_locks l, (SELECT hashtextextended(current_schema() || ':' || %s, 0) AS key) k "
+    "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.mode = 'ShareLock' "
+    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND l.classid::bigint = ((k.key >> 32) & 4294967295) AND l.objid::bigint = (k.key & 4294967295)"
+)
 
 
 class LockRefused(Exception):
@@ -54,6 +63,7 @@ class Database:
         self._opened: list[Any] = []
         self._schema: str | None = None
         self.events_refused = False  # runs.py: save again without the event log's append
+        self._announced: tuple[float, dict[str, Any]] = (0.0, {})
 
     # -- connections --------------------------------------------------------------------------------
 
@@ -325,16 +335,30 @@ class Database:
             rows = conn.execute(
                 "SELECT current_schema(), current_setting('search_path'), "
                 "(SELECT value FROM swamp_meta WHERE key = 'schema_version')"
+                + "".join(f", EXISTS ({_ANNOUNCED})" for _ in NAMES),
+                list(NAMES),
             ).fetchall()
         except _errors():  # no such table here (or no right to it): the closer look says which
             if getattr(conn, "broken", False) or conn.closed:
                 self._local.conn = None
             return None
-        current, path, version = rows[0]
+        current, path, version, *announced = rows[0]
         if current is None or version is None or _first_schema(path) != current:
             return None
         self._schema = str(current)
+        self._announced = (time.monotonic(), dict(zip(NAMES, announced, strict=True)))
         return int(version)
+
+    def forget_announced(self) -> None:
+        self._announced = (0.0, {})
+
+    def announced_lately(self, name: str) -> bool | None:
+        """Whether `name` was announced when this process first asked the database (its first
+        statement reads every announcement), if that was less than ANNOUNCED_FRESH seconds ago."""
+        at, known = self._announced
+        if name not in known or time.monotonic() - at > ANNOUNCED_FRESH:
+            return None
+        return bool(known[name])
 
     @property
     def schema(self) -> str:

@@ -91,12 +91,15 @@ class PgStore:
     def announce(self, name: str) -> Any:
         from .claim import PgAnnouncement
 
+        self.db.forget_announced()  # what this process read at its start no longer holds
+
         return PgAnnouncement(self.db, name).hold()
 
     def announced(self, name: str) -> bool:
         from .claim import claim_held
 
-        return claim_held(self.db, name)
+        lately = self.db.announced_lately(name)  # read with the command's first statement
+        return lately if lately is not None else claim_held(self.db, name)
 
     def held(self) -> PgHeldStore:
         from .held import PgHeldStore
