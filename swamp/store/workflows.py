@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,19 @@ def _renamed(shown: str) -> str:
     return f"{folder}/workflow-{name}" if folder else f"workflow-{name}"
 
 
+@functools.lru_cache(maxsize=128)
+def _parsed(shown: str, text: str) -> tuple[Workflow, dict[str, Any]]:
+    """A workflow file's text parsed, once per text: a long-lived process (serve continuing runs)
+    reads the file each time, and parses it again only when it changed. The result is shared by
+    every caller: the Workflow is frozen, and `raw` must not be changed."""
+    try:
+        raw = load_yaml(text)
+    except YamlError as exc:
+        message = f"{shown} is not valid YAML: {exc}"  # the file, then `line L, column C: ...`
+        raise WorkflowInvalid(message, {"path": shown, "problems": [message]}) from None
+    return parse_workflow(raw, shown), raw
+
+
 class WorkflowRepository:
     def __init__(self, layout: RepoLayout):
         self.layout = layout
@@ -41,11 +55,12 @@ class WorkflowRepository:
     def load_file(self, path: Path) -> LoadedWorkflow:
         shown = self._relative(path)
         try:
-            raw = load_yaml(path.read_text(encoding="utf-8"))
-        except (YamlError, UnicodeDecodeError) as exc:
-            message = f"{shown} is not valid YAML: {exc}"  # the file, then `line L, column C: ...`
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            message = f"{shown} is not valid YAML: {exc}"
             raise WorkflowInvalid(message, {"path": shown, "problems": [message]}) from None
-        return LoadedWorkflow(parse_workflow(raw, shown), path, raw)
+        workflow, raw = _parsed(shown, text)
+        return LoadedWorkflow(workflow, path, raw)
 
     def files(self) -> list[Path]:
         folder = self.layout.workflows_dir
