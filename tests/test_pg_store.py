@@ -333,6 +333,51 @@ def test_another_applications_open_transaction_holds_back_no_event(pg_repo: Repo
     assert [e["event"] for e in after["events"]] == ["wait_settled"], after
 
 
+def test_a_version_1_store_migrates_in_place_and_the_cursors_clients_hold_still_read(
+    store_url: str, tmp_path: Path
+) -> None:
+    """Schema version 2 numbers events from transaction ids (events.py). A store at version 1 (its
+    events numbered 1, 2, 3 by the counter row) is refused until `swamp store migrate`, which
+    upgrades it in place: a cursor a client held before reads on from where it was, and the
+    events appended after the upgrade come after every old one."""
+    import psycopg
+
+    from swamp.store.pg.migrations import MIGRATIONS
+
+    schema = store_url.rsplit("%3D", 1)[1]
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')  # type: ignore[arg-type]
+        for statement in MIGRATIONS[0][1].split(";"):
+            if statement.strip():
+                conn.execute(statement)  # type: ignore[arg-type]
+        conn.execute(
+            "INSERT INTO swamp_meta VALUES ('schema_version', '1'), ('events_epoch', 'abcd1234'), "
+            "('events_seq', '3')"
+        )
+        for seq in (1, 2, 3):
+            body = json.dumps({"cursor": f"abcd1234-{seq:012d}", "event": "run_finished", "runId": f"r{seq}"})
+            conn.execute(
+                "INSERT INTO events (seq, run_id, kind, body) VALUES (%s, %s, 'run_finished', %s)",
+                (seq, f"r{seq}", body),
+            )
+    repo = make_repo(tmp_path / "repo")
+    refused = repo.swamp("workflow", "waits", "--json")
+    assert refused.code == 1 and refused.json["error"]["code"] == "store_schema_mismatch", refused
+    migrated = repo.swamp("store", "migrate", "--json")
+    assert migrated.code == 0 and migrated.json["applied"] == [2], migrated
+    old = repo.swamp("events", "--after", "abcd1234-000000000001", "--timeout", "0", "--json").json
+    assert [e["cursor"] for e in old["events"]] == ["abcd1234-000000000002", "abcd1234-000000000003"]
+    waits_workflow(repo, "one", 1)
+    assert repo.swamp("workflow", "run", "one", "--json").code == 0
+    new = repo.swamp("events", "--after", "abcd1234-000000000003", "--timeout", "0", "--json").json
+    assert [e["event"] for e in new["events"]] == ["wait_opened", "run_suspended"], new
+    assert all(int(e["cursor"][9:]) > 3 for e in new["events"])
+    last = repo.swamp("events", "--after", new["cursor"], "--timeout", "0", "--json").json
+    assert last["events"] == [] and last["cursor"] == new["cursor"]
+    whole = repo.swamp("events", "--after", "abcd1234-000000000000", "--timeout", "0", "--json")
+    assert [e["cursor"] for e in whole.json["events"]][:1] == ["abcd1234-000000000001"], whole
+
+
 # -- indexes: flat in the number of finished runs ------------------------------------------------------
 
 
