@@ -44,7 +44,10 @@ from ..domain.actors import Actor
 from ..domain.errors import InternalError
 
 HANDED_OFF = frozenset({"workflow.signal"})  # quick, self-contained, nothing streamed
-BACKLOG = 8  # signals in flight at once before helpers are worth their start (~0.2 s each)
+# Signals in flight at once before helpers are worth their start (~0.2 s each). At 4 in flight
+# one process is GIL-bound on one core: scripts/bench/pg's deliveries on files went from 705 to
+# 1,244 a second with helpers (PostgreSQL 713 to 793: its backends then share the two cores).
+BACKLOG = 4
 HAND_OFF_AT = 2  # one signal alone is answered here: the trip to a helper and back costs ~1 ms
 PER_HELPER = 8  # requests queued at one helper at most, so neither pipe ever fills
 _READY = b"ready\n"
