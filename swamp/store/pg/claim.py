@@ -20,14 +20,12 @@ from typing import Any
 
 from ...domain.errors import ClaimTimeout
 from ..claim import DEFAULT_TIMEOUT, default_timeout
-from .connection import LOCK_NOT_AVAILABLE, Database, LockRefused
+from .connection import LOCK_NOT_AVAILABLE, Database, LockRefused, granted_advisory
 
 _KEY = "hashtextextended(%s, 0)"
 _HOLDER = (
     "SELECT a.application_name, a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-    "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
-    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-    "AND l.classid::bigint = ((k.key >> 32) & 4294967295) AND l.objid::bigint = (k.key & 4294967295)"
+    f"WHERE {granted_advisory('l')}"
 )
 
 

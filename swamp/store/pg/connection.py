@@ -41,11 +41,23 @@ INSUFFICIENT_PRIVILEGE = "42501"
 LOCK_NOT_AVAILABLE = "55P03"
 _WRITES = ("INSERT", "UPDATE", "DELETE", "WITH")  # statements that give a transaction its id
 ANNOUNCED_FRESH = 2.0  # seconds a command trusts the announcements its first statement read
-_ANNOUNCED = (  # a shared session advisory lock on `<schema>:<name>` is held (claim.py's key)
+
+
+def granted_advisory(lock: str) -> str:
+    """SQL: the pg_locks row `lock` is an advisory lock granted in this database on the key
+    `k.key` (a `hashtextextended('<schema>:<name>', 0)`, as claims, announcements and the event
+    log's writers are keyed)."""
+    return (
+        f"{lock}.locktype = 'advisory' AND {lock}.granted AND {lock}.objsubid = 1 "
+        f"AND {lock}.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+        f"AND {lock}.classid::bigint = ((k.key >> 32) & 4294967295) "
+        f"AND {lock}.objid::bigint = (k.key & 4294967295)"
+    )
+
+
+_ANNOUNCED = (  # a shared session advisory lock on `<schema>:<name>` is held (an announcement)
     "SELECT 1 FROM pg_locks l, (SELECT hashtextextended(current_schema() || ':' || %s, 0) AS key) k "
-    "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.mode = 'ShareLock' "
-    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-    "AND l.classid::bigint = ((k.key >> 32) & 4294967295) AND l.objid::bigint = (k.key & 4294967295)"
+    f"WHERE l.mode = 'ShareLock' AND {granted_advisory('l')}"
 )
 
 
@@ -202,25 +214,22 @@ class Database:
             with self.errors("read from"):
                 conn.flush()
 
-    def _appending(self, conn: Any) -> None:
-        """Before the transaction's first write gives it an id (and never while it waits for a
-        claim): the shared lock that makes readers of the event log hold back for it until it
-        ends (events.py's watermark)."""
-        if getattr(self._local, "appending", True):
+    def _appending(self, sql: str) -> None:
+        """Before `sql` when it is the transaction's first write (which gives the transaction its
+        id; so never while it waits for a claim): the shared lock that makes readers of the event
+        log hold back for it until it ends (events.py's watermark)."""
+        if getattr(self._local, "appending", True) or not self.in_transaction():
             return
-        self._local.appending = True
-        sql, key = "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))", (f"{self.schema}:events",)
-        if isinstance(conn, lean.Connection):
-            conn.send(sql, key)
-        else:
-            conn.execute(sql, key)
+        if sql.startswith(_WRITES):
+            self._local.appending = True
+            self.send("SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))", (writers_key(self),))
 
     def notify(self, channel: str, payload: str) -> None:
         """NOTIFY `channel` (this schema's, channel()) once this thread's transaction commits
         (now, when none is open); the same notification asked twice in one transaction is sent
         once."""
         name = self.channel(channel)
-        if getattr(self._local, "depth", 0):
+        if self.in_transaction():
             self._local.notes[(name, payload)] = True
         else:
             self.execute("SELECT pg_notify(%s, %s)", (name, payload))
@@ -230,9 +239,8 @@ class Database:
     ) -> None:
         """A statement whose result is not needed now: with the lean driver it travels with the
         next round trip (at the latest the commit); `on_rows` gets its rows then."""
+        self._appending(sql)
         conn = self.connection()
-        if sql.startswith(_WRITES) and getattr(self._local, "depth", 0):
-            self._appending(conn)
         if isinstance(conn, lean.Connection):
             conn.send(sql, params, on_rows)
             return
@@ -263,9 +271,8 @@ class Database:
 
     def execute(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         """Run one statement on this thread's connection (autocommit); its rows, if any."""
+        self._appending(sql)
         conn = self.connection()
-        if sql.startswith(_WRITES) and getattr(self._local, "depth", 0):
-            self._appending(conn)
         with self.errors("read from"):
             cur = conn.execute(sql, params)
             return cur.fetchall() if cur.description is not None else []
@@ -381,6 +388,11 @@ class Database:
             return channel
         digest = hashlib.sha256(self.schema.encode("utf-8")).hexdigest()[:32]
         return f"swamp.{digest}.{name}"
+
+
+def writers_key(db: Database) -> str:
+    """The name of the shared lock every write transaction of the schema holds (events.py)."""
+    return f"{db.schema}:events"
 
 
 def _first_schema(search_path: str) -> str:

@@ -40,7 +40,7 @@ from typing import Any
 from ...domain.errors import StorageError
 from ..events import check_cursor, cursor_of
 from ..notify import POLL_SECONDS, Changes, readable
-from .connection import Database
+from .connection import Database, granted_advisory, writers_key
 from .idents import quote_ident
 
 KEEP = 100_000  # events kept (about); older cursors are refused with cursor_expired
@@ -53,11 +53,11 @@ _NUMBERING = (
     "(SELECT value::bigint FROM swamp_meta WHERE key = 'events_xid0')"
 )
 # The watermark is computed in a statement of its own, before the statement that reads the rows
-# (which then has a later snapshot): an appender of this schema holds APPENDING (a shared
-# advisory lock, connection.py takes it first in every write transaction, before the transaction
-# has an id); the oldest id among the holders, or the next id to be given when a holder has none
-# yet or there is none, is the first id whose events may still come. Only this schema's writers
-# hold readers back, never another application's transactions.
+# (which then has a later snapshot): every write transaction of this schema holds a shared
+# advisory lock on `<schema>:events` (connection.py takes it just before its first write, before
+# the transaction has an id); the oldest id among the holders, or the next id to be given when
+# a holder has none yet or there is none, is the first id whose events may still come. Only this
+# schema's writers hold readers back, never another application's transactions.
 _XID8 = (  # a pg_locks transactionid (32 bits) as the 64-bit id, from the next id's epoch
     "((s.next >> 32) << 32) + t.transactionid::text::bigint - CASE WHEN "
     "((s.next >> 32) << 32) + t.transactionid::text::bigint > s.next THEN 4294967296 ELSE 0 END"
@@ -68,12 +68,9 @@ _MARK = (
     f"h AS (SELECT CASE WHEN t.transactionid IS NULL THEN s.next ELSE {_XID8} END AS x "
     "FROM k, s, pg_locks a LEFT JOIN pg_locks t ON t.locktype = 'transactionid' "
     "AND t.virtualtransaction = a.virtualtransaction AND t.mode = 'ExclusiveLock' "
-    "WHERE a.locktype = 'advisory' AND a.granted AND a.objsubid = 1 "
-    "AND a.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-    "AND a.classid::bigint = ((k.key >> 32) & 4294967295) AND a.objid::bigint = (k.key & 4294967295)) "
-    "SELECT (SELECT value::bigint FROM swamp_meta WHERE key = 'events_base') + "
-    "(least((SELECT min(x) FROM h), (SELECT next FROM s)) - "
-    f"(SELECT value::bigint FROM swamp_meta WHERE key = 'events_xid0')) * {PER_TRANSACTION})::text, false)"
+    f"WHERE {granted_advisory('a')}) "
+    f"SELECT n.b + (least((SELECT min(x) FROM h), (SELECT next FROM s)) - n.x) * {PER_TRANSACTION} "
+    f"FROM (SELECT {_NUMBERING}) AS n(b, x))::text, false)"
 )
 _WATERMARK = "current_setting('swamp.events_mark')::bigint"
 _KEPT_AFTER = "(SELECT value::bigint FROM swamp_meta WHERE key = 'events_kept_after')"
@@ -150,7 +147,7 @@ class PgEventLog:
 
     def _marked(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         """`sql`, reading the watermark of the statement sent just before it (one round trip)."""
-        self.db.send(_MARK, (appending_key(self.db),))
+        self.db.send(_MARK, (writers_key(self.db),))
         return self.db.execute(sql, params)
 
     def _state(self) -> tuple[str, int, int, int]:
@@ -284,11 +281,6 @@ class Listener:
                 left = POLL_SECONDS if left is None else min(left, POLL_SECONDS)
             with contextlib.suppress(OSError):  # a connection closed under us: the next _drain sees it
                 readable(fds, left)
-
-
-def appending_key(db: Database) -> str:
-    """The name of the shared lock every writer of the schema holds (connection.py)."""
-    return f"{db.schema}:events"
 
 
 def RunChanges(db: Database, run_id: str, journal_path: str) -> Listener:  # noqa: N802 - a factory
