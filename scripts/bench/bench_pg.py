@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import SWAMP, env, make_repo, median_ms, remove
+from dbos_side import DBOS_VERSION, Dbos, peer_python, peer_rounds_of
 
 ROOT = Path(__file__).resolve().parents[2]
 PG = str(ROOT / "scripts" / "pg")
@@ -202,6 +203,20 @@ def compare(
     else:
         out.update(target=f">= {target}x before", met=ratio is not None and ratio >= target)
     return out
+
+
+def ahead_of_dbos(
+    figures: dict[str, Any], swamp: Callable[[dict[str, Any]], float], peer: Callable[[dict[str, Any]], float]
+) -> dict[str, Any]:
+    """The issue's own aim: swamp (after) ahead of DBOS measured beside it in the same run."""
+    after, dbos = swamp(figures["after"]), peer(figures["dbos"])
+    return {
+        "after": after,
+        "dbos": dbos,
+        "afterOverDbos": round(after / dbos, 3) if dbos else None,
+        "target": "> DBOS",
+        "met": bool(dbos) and after > dbos,
+    }
 
 
 def gains(figures: dict[str, Any], keys: list[str]) -> dict[str, float]:
@@ -698,11 +713,14 @@ def public(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if not k.startswith("_")}
 
 
-def deliveries(sizes: list[int], clients: int, seconds: int, codes: list[Code]) -> dict[str, Any]:
+def deliveries(
+    sizes: list[int], clients: int, seconds: int, codes: list[Code], peer: str | None
+) -> dict[str, Any]:
     helpers = {"SWAMP_SIGNAL_HELPERS": str(clients)}
     out: dict[str, Any] = {"clientsInFlight": clients, "signalHelpers": clients}
     targets: dict[str, Any] = {}
     with Cluster() as cluster:
+        dbos = Dbos(peer, cluster.address) if peer else None
         for size in sizes:
             repos: list[Path] = []
             try:
@@ -731,12 +749,22 @@ def deliveries(sizes: list[int], clients: int, seconds: int, codes: list[Code]) 
                         settle(cluster)
                         root, store_env, waits = prepared[code.label][store]
                         figures[code.label][store] = public(burst(root, store_env, waits, clients))
+                if dbos:
+                    settle(cluster)
+                    figures["dbos"] = dbos.deliveries(f"deliver_{size}", size, clients)
             finally:
                 for root in repos:
                     remove(root)
             for code in codes:
                 figures[code.label]["ratioToPgbench"] = round(
                     figures[code.label]["postgresql"]["signalsPerSecond"] / floor["tps"], 3
+                )
+            if "dbos" in figures:
+                figures["dbos"]["ratioToPgbench"] = round(
+                    figures["dbos"]["signalsPerSecond"] / floor["tps"], 3
+                )
+                targets[f"aheadOfDbos{size}"] = ahead_of_dbos(
+                    figures, lambda f: f["postgresql"]["signalsPerSecond"], lambda f: f["signalsPerSecond"]
                 )
             out[f"waiting{size}"] = {
                 "pgbenchSimpleUpdate": floor,
@@ -899,13 +927,17 @@ def rounds_of(results: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def one_host(sizes: list[int], clients: int, rounds: int, codes: list[Code]) -> dict[str, Any]:
+def one_host(
+    sizes: list[int], clients: int, rounds: int, codes: list[Code], peer: str | None
+) -> dict[str, Any]:
     out: dict[str, Any] = {"clientsInFlight": clients, "rounds": rounds}
     targets: dict[str, Any] = {}
     with Cluster() as cluster:
+        dbos = Dbos(peer, cluster.address) if peer else None
         for size in sizes:
             for i, store in enumerate(("postgresql", "fileStore")):
                 results: dict[str, list[dict[str, Any]]] = {code.label: [] for code in codes}
+                peer_rounds: list[dict[str, Any]] = []
                 for r in range(rounds):
                     for code in turns(codes, r + i):
                         root = make_repo(REPO_FILES, code.env())
@@ -923,7 +955,19 @@ def one_host(sizes: list[int], clients: int, rounds: int, codes: list[Code]) -> 
                             )
                         finally:
                             remove(root)
+                    if dbos and store == "postgresql":
+                        settle(cluster)
+                        peer_rounds.append(
+                            dbos.answer_and_continue(f"one_{size}_{r}", 1, size, clients, 60 + size)
+                        )
                 figures = {label: rounds_of(got) for label, got in results.items()}
+                if peer_rounds:
+                    figures["dbos"] = peer_rounds_of(peer_rounds)
+                    targets[f"{store}{size}AheadOfDbos"] = ahead_of_dbos(
+                        figures,
+                        lambda f: f["continuedPerSecond"] or 0,
+                        lambda f: f["continuedPerSecond"] or 0,
+                    )
                 out[f"{store}{size}"] = {
                     **figures,
                     "afterOverBefore": gains(figures, ["acknowledgedPerSecond", "continuedPerSecond"]),
@@ -935,9 +979,11 @@ def one_host(sizes: list[int], clients: int, rounds: int, codes: list[Code]) -> 
     return out
 
 
-def two_hosts(size: int, clients: int, rounds: int, codes: list[Code]) -> dict[str, Any]:
+def two_hosts(size: int, clients: int, rounds: int, codes: list[Code], peer: str | None) -> dict[str, Any]:
     results: dict[str, list[dict[str, Any]]] = {code.label: [] for code in codes}
+    peer_rounds: list[dict[str, Any]] = []
     with Cluster() as cluster:
+        dbos = Dbos(peer, cluster.address) if peer else None
         for r in range(rounds):
             for code in turns(codes, r):
                 schema = f"bench_two_{code.label}_{r}"
@@ -953,7 +999,21 @@ def two_hosts(size: int, clients: int, rounds: int, codes: list[Code]) -> dict[s
                 finally:
                     for host in hosts:
                         remove(host)
+            if dbos:
+                settle(cluster)
+                peer_rounds.append(dbos.answer_and_continue(f"two_{r}", 2, size, clients, 60 + size))
     figures = {label: rounds_of(got) for label, got in results.items()}
+    ahead = {}
+    if peer_rounds:
+        figures["dbos"] = peer_rounds_of(peer_rounds)
+        ahead = {
+            "acknowledgedAheadOfDbos": ahead_of_dbos(
+                figures, lambda f: f["acknowledgedPerSecond"], lambda f: f["acknowledgedPerSecond"]
+            ),
+            "continuedAheadOfDbos": ahead_of_dbos(
+                figures, lambda f: f["continuedPerSecond"] or 0, lambda f: f["continuedPerSecond"] or 0
+            ),
+        }
     return {
         "hosts": 2,
         "clientsInFlight": f"{clients} in total, {max(1, clients // 2)} per host",
@@ -966,7 +1026,9 @@ def two_hosts(size: int, clients: int, rounds: int, codes: list[Code]) -> dict[s
             "eachContinuedOnce": {
                 label: f["continuedOnce"] == f["runs"] and f["lost"] == 0 and f["continuedTwice"] == 0
                 for label, f in figures.items()
+                if label != "dbos"
             },
+            **ahead,
         },
     }
 
@@ -1207,6 +1269,9 @@ def main() -> None:
     parser.add_argument(
         "--costs", type=int, default=5, help="signals and continuations counted in costs (default 5)"
     )
+    parser.add_argument(
+        "--no-dbos", action="store_true", help="leave out DBOS, measured beside swamp (dbos_side.py)"
+    )
     parser.add_argument("--pgbench-seconds", type=int, default=10, help="pgbench -T (default 10)")
     parser.add_argument(
         "--repeats", type=int, default=15, help="samples of each command in commandStart, history"
@@ -1226,16 +1291,18 @@ def main() -> None:
     baseline = None if args.baseline.lower() == "none" else args.baseline
     with tempfile.TemporaryDirectory(prefix="swamp-bench-code-") as work:
         codes = prepare_codes(baseline, args.tree.resolve(), Path(work))
+        peer, peer_said = (None, "--no-dbos") if args.no_dbos else peer_python()
         report: dict[str, Any] = {
             "benchmark": "pg",
             "smoke": args.smoke,
             "code": {code.label: code.describe() for code in codes},
+            "dbos": {"version": DBOS_VERSION, "python": peer, "said": peer_said},
         }
         sections: dict[str, Callable[[], dict[str, Any]]] = {
             "costs": lambda: costs(args.costs, codes),
-            "deliveries": lambda: deliveries(sizes, args.clients, args.pgbench_seconds, codes),
-            "oneHost": lambda: one_host(sizes, args.clients, args.rounds, codes),
-            "twoHosts": lambda: two_hosts(args.two_hosts, args.clients, args.rounds, codes),
+            "deliveries": lambda: deliveries(sizes, args.clients, args.pgbench_seconds, codes, peer),
+            "oneHost": lambda: one_host(sizes, args.clients, args.rounds, codes, peer),
+            "twoHosts": lambda: two_hosts(args.two_hosts, args.clients, args.rounds, codes, peer),
             "commandStart": lambda: command_start(args.repeats, codes),
             "history": lambda: history(args.history, args.repeats, codes),
         }
