@@ -52,11 +52,10 @@ def test_a_statement_with_parameters_is_prepared_once_and_run_by_name(conn: lean
 
 
 def test_a_statement_that_could_not_be_prepared_is_prepared_when_it_can_be(conn: lean.Connection) -> None:
-    with pytest.raises(lean.Error) as failed:
-        with conn.transaction():
-            conn.send("SELECT 1 WHERE %s::int > 0", (1,))
-            conn.send("INSERT INTO later (k) VALUES (%s)", (1,))  # no such table yet: its prepare fails
-            conn.send("SELECT %s::int", (2,))  # skipped: its pipeline was aborted
+    with pytest.raises(lean.Error) as failed, conn.transaction():
+        conn.send("SELECT 1 WHERE %s::int > 0", (1,))
+        conn.send("INSERT INTO later (k) VALUES (%s)", (1,))  # no such table yet: its prepare fails
+        conn.send("SELECT %s::int", (2,))  # skipped: its pipeline was aborted
     assert failed.value.sqlstate == "42P01"
     assert failed.value.statement == "INSERT INTO later (k) VALUES ($1)"
     assert prepared(conn) == ["SELECT 1 WHERE $1::int > 0"]
@@ -84,7 +83,9 @@ def test_a_connection_prepares_at_most_its_limit_and_sends_the_rest_unnamed(conn
     assert len(prepared(conn)) == lean._PREPARED_LIMIT
 
 
-def test_prepared_statements_can_be_turned_off(monkeypatch: pytest.MonkeyPatch, conn: lean.Connection) -> None:
+def test_prepared_statements_can_be_turned_off(
+    monkeypatch: pytest.MonkeyPatch, conn: lean.Connection
+) -> None:
     monkeypatch.setenv("SWAMP_PG_PREPARED", "off")
     other = lean.connect(ADDRESS)
     try:
