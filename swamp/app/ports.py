@@ -43,6 +43,11 @@ class RunStore(Protocol):
 
     def load(self, workflow_id: str, run_id: str) -> WorkflowRun: ...
 
+    def load_again(self, run: WorkflowRun) -> WorkflowRun:
+        """`run` as stored now: `run` itself when its record has not changed since `run` was read
+        (the caller has changed nothing in it), else a fresh read (RunNotFound when it is gone)."""
+        ...
+
     def find(self, run_id_or_prefix: str, workflow_id: str | None = None) -> WorkflowRun:
         """A run by its ID or a unique prefix (RunNotFound, RunAmbiguous)."""
         ...

@@ -180,7 +180,7 @@ def signal(
     with app.claim(found.id, timeout=claim_timeout, purpose="signal", brief=not resume):
         held_now = app.held.exists_with_next_read(wait_id)  # one round trip with the load
         try:
-            run = app.runs.load(found.workflowId, found.id)
+            run = app.runs.load_again(found)  # the checks above changed nothing in `found`
         except RunNotFound:
             raise _unknown(wait_id) from None
         if held_now():

@@ -19,6 +19,7 @@ from ..domain.runref import check_run_ref, is_run_id
 from .files import append_line, read_file, refuse_links, write_atomic, write_record, write_replace
 from .openindex import note_saved
 from .repo import RepoLayout
+from .reread import ReadTexts
 
 if TYPE_CHECKING:
     from ..app.ports import OnChange
@@ -51,6 +52,7 @@ class RunRepository:
         self.layout = layout
         self.on_change = on_change
         self._active_written: dict[str, dict[str, object]] = {}
+        self._texts = ReadTexts()
         self._active_dir = layout.datastore / "index" / "active"
         self._built_stamp = layout.datastore / "index" / "active.built"
         self._waits_dir = layout.datastore / "waits"
@@ -426,14 +428,28 @@ class RunRepository:
         return entries
 
     def load_path(self, path: Path | str) -> WorkflowRun:
+        return self._parse(str(path), self._record_bytes(path))
+
+    def load_again(self, run: WorkflowRun) -> WorkflowRun:
+        path = self._record_file(run.workflowId, run.id)
+        raw = self._record_bytes(path)
+        if self._texts.unchanged(run, raw):
+            self._active_written.pop(run.id, None)  # as a fresh read does
+            return run
+        return self._parse(str(path), raw)
+
+    def _record_bytes(self, path: Path | str) -> bytes:
         shown = self._shown(str(path))
         try:
             self._no_links(os.path.dirname(path))
-            raw = read_file(path)
+            return read_file(path)
         except FileNotFoundError:
             raise RunNotFound(f"Run record {shown} does not exist", {"path": shown}) from None
         except OSError as exc:
             raise StorageError.from_os_error(exc, "read the run record") from None
+
+    def _parse(self, path: str, raw: bytes) -> WorkflowRun:
+        shown = self._shown(path)
         try:
             data = json.loads(raw)
         except ValueError as exc:
@@ -451,6 +467,7 @@ class RunRepository:
         # Another process may have changed the run's index entry since this one last wrote it.
         self._active_written.pop(run.id, None)
         run.published = run_state(run)
+        self._texts.remember(run, raw)
         return run
 
     def load(self, workflow_id: str, run_id: str) -> WorkflowRun:

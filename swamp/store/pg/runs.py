@@ -23,6 +23,7 @@ from ...domain.errors import RunNotFound, RunUnreadable, StorageError, SwampErro
 from ...domain.run import WorkflowRun
 from ...domain.runref import check_run_ref
 from ..openindex import drop_cache
+from ..reread import ReadTexts
 from .connection import Database
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class PgRunRepository:
         self.db = db
         self.on_change = on_change
         self.datastore = datastore  # the repository's .swamp, where completion's cache lives
+        self._texts = ReadTexts()
 
     # -- where ------------------------------------------------------------------------------------
 
@@ -204,16 +206,24 @@ class PgRunRepository:
             ) from None
         run = WorkflowRun.from_dict(data, shown)
         run.published = run_state(run)
+        self._texts.remember(run, text)
         return run
 
     def load(self, workflow_id: str, run_id: str) -> WorkflowRun:
+        return self._parse(run_id, self._record_text(workflow_id, run_id))
+
+    def load_again(self, run: WorkflowRun) -> WorkflowRun:
+        text = self._record_text(run.workflowId, run.id)
+        return run if self._texts.unchanged(run, text) else self._parse(run.id, text)
+
+    def _record_text(self, workflow_id: str, run_id: str) -> str:
         rows = self.db.execute(
             "SELECT record FROM runs WHERE run_id = %s AND workflow_id = %s", (run_id, workflow_id)
         )
         if not rows:
             shown = self._where(run_id)
             raise RunNotFound(f"Run record {shown} does not exist", {"path": shown})
-        return self._parse(run_id, rows[0][0])
+        return str(rows[0][0])
 
     def find(self, run_id_or_prefix: str, workflow_id: str | None = None) -> WorkflowRun:
         """A run by its ID or a unique prefix of it (the runs_prefix index)."""
