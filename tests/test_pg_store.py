@@ -303,6 +303,30 @@ def test_readers_following_the_log_while_four_processes_append_miss_nothing_and_
         assert mine == sorted(mine) and len(mine) == 60
 
 
+@pytest.mark.parametrize(
+    ("next_id", "listed", "meant"),
+    [
+        (224313, 224314, 224314),  # given its id after the snapshot was taken: just past `next`
+        (224313, 224300, 224300),
+        ((1 << 32) + 5, (1 << 32) - 6, (1 << 32) - 6),  # of the epoch before `next`'s
+        ((1 << 32) - 2, 3, (1 << 32) + 3),  # given its id after the snapshot, in the next epoch
+    ],
+)
+def test_a_writers_listed_id_is_read_as_the_64_bit_id_nearest_the_next_one(
+    db: Any, next_id: int, listed: int, meant: int
+) -> None:
+    """The watermark reads writers' ids from pg_locks (32 bits) after its snapshot was taken: an id
+    a little past the snapshot's next id is that id, not one 2^32 back (which made every reader's
+    cursor "past the end of the log" for a moment)."""
+    from swamp.store.pg.events import _XID8
+
+    row = db.execute(
+        f"SELECT {_XID8} FROM (VALUES (%s::bigint)) AS s(next), (VALUES (%s::text::xid)) AS t(transactionid)",
+        (next_id, str(listed)),
+    ).fetchone()
+    assert row == (meant,)
+
+
 def test_another_applications_open_transaction_holds_back_no_event(pg_repo: Repo, db: Any) -> None:
     """Readers take events only below the watermark of the schema's own writers (events.py): a
     transaction of anyone else, open and holding an id for as long as it likes (the oldest one

@@ -58,14 +58,30 @@ _NUMBERING = (
 # the transaction has an id); the oldest id among the holders, or the next id to be given when
 # a holder has none yet or there is none, is the first id whose events may still come. Only this
 # schema's writers hold readers back, never another application's transactions.
-_XID8 = (  # a pg_locks transactionid (32 bits) as the 64-bit id, from the next id's epoch
-    "((s.next >> 32) << 32) + t.transactionid::text::bigint - CASE WHEN "
-    "((s.next >> 32) << 32) + t.transactionid::text::bigint > s.next THEN 4294967296 ELSE 0 END"
+# A pg_locks transactionid (32 bits) as the 64-bit id: the one nearest the next id. pg_locks is
+# read after the statement's snapshot was taken, so a holder's id may be a little past `next` (a
+# writer given its id meanwhile): only an id more than 2^31 away is of the other epoch.
+_XID8 = (
+    "((s.next >> 32) << 32) + t.transactionid::text::bigint + CASE "
+    "WHEN ((s.next >> 32) << 32) + t.transactionid::text::bigint > s.next + 2147483648 THEN -4294967296 "
+    "WHEN ((s.next >> 32) << 32) + t.transactionid::text::bigint < s.next - 2147483648 THEN 4294967296 "
+    "ELSE 0 END"
+)
+# A holder listed without an id may be one being given its id right now: PostgreSQL advances the
+# next id (and lists the id as running in snapshots) a moment before it lists the id's lock in
+# pg_locks. So for such a holder the bound is the oldest id running in the snapshot whose lock
+# pg_locks does not list (none: the next id; the holder's id, if it gets one later, is above it).
+_UNLISTED = (
+    "u AS (SELECT r.x::text::bigint AS x FROM pg_snapshot_xip(pg_current_snapshot()) AS r(x) "
+    "WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'transactionid' "
+    "AND l.transactionid::text::bigint = r.x::text::bigint % 4294967296))"
 )
 _MARK = (
     "SELECT set_config('swamp.events_mark', (WITH k AS (SELECT hashtextextended(%s, 0) AS key), "
     "s AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next), "
-    f"h AS (SELECT CASE WHEN t.transactionid IS NULL THEN s.next ELSE {_XID8} END AS x "
+    f"{_UNLISTED}, "
+    "h AS (SELECT CASE WHEN t.transactionid IS NOT NULL THEN "
+    f"{_XID8} ELSE least(s.next, (SELECT min(x) FROM u)) END AS x "
     "FROM k, s, pg_locks a LEFT JOIN pg_locks t ON t.locktype = 'transactionid' "
     "AND t.virtualtransaction = a.virtualtransaction AND t.mode = 'ExclusiveLock' "
     f"WHERE {granted_advisory('a')}) "
