@@ -30,7 +30,7 @@ def resume(
     statuses = ["failed", "interrupted"] if from_step else ["suspended", "interrupted"]
     found = resolve_run(app, workflow_ref, run_ref, statuses, verb="resume")
     with app.claim(found.id, timeout=claim_timeout, purpose="resume"):
-        run = app.runs.load(found.workflowId, found.id)
+        run = app.runs.load_again(found)  # resolve_run only read it
         workflow = workflow_of(run)
         now = app.clock.now()
         if run.status == "running":  # we hold the claim, so the process that ran it is gone
