@@ -39,6 +39,12 @@ is given for before and after with the ratio after/before, and each target with 
 (history) `waits --json`, `signal` and `resume` in a schema holding 100,000 finished runs (cloned
     server-side from a real finished run) and in an empty one. Target: each <= 1.3x.
 
+(DBOS) deliveries, oneHost (PostgreSQL) and twoHosts also measure DBOS Transact 3.4 on the same
+    cluster in the same run (dbos_side.py: its `send` to workflows waiting in `recv`, then one
+    step), after each size's or round's swamp figures. Targets `aheadOfDbos...`: swamp (after)
+    above DBOS: the issue's own aim, which its ratio targets were drawn from. `--no-dbos` leaves
+    it out.
+
 Each section starts its own throwaway cluster (`scripts/pg start` in a temporary folder;
 PostgreSQL's durable defaults) and stops it after. No target is asserted: the report says whether
 each was met. `--smoke` runs tiny sizes so the script is known to work; `--only` picks sections.
