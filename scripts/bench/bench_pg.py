@@ -22,7 +22,10 @@ is given for before and after with the ratio after/before, and each target with 
     written as each answer's `done` arrives; the first C warm it up), 200 and 1,000 waiting, on
     PostgreSQL and on files, beside `pgbench -b simple-update -c C -j C` TPS on the same cluster
     (run just before each size's bursts): PostgreSQL's floor for durable one-row transactions from
-    C connections. Targets: after >= 0.6 of pgbench, after >= 5x before on PostgreSQL.
+    C connections. cpuMsPerSignal: where a signal's time goes, the CPU time per counted signal of
+    swamp (the --jsonl process and its helpers) and of PostgreSQL (every process of the cluster),
+    from /proc over the counted signals only. Targets: after >= 0.6 of pgbench, after >= 5x before
+    on PostgreSQL.
 (oneHost) answered and continued: a `swamp serve --auto-continue` on the store (started and given
     2 s before the clock starts), N waiting runs signalled as in (deliveries); acknowledged/s is
     the signals' rate, continued/s counts the runs until every one is `succeeded` (polled: the
@@ -279,6 +282,9 @@ class Cluster:
         with psycopg.connect(self.url(schema), autocommit=True) as conn:
             cur = conn.execute(statements, args or None)  # type: ignore[arg-type]
             return cur.fetchall() if cur.description else []
+
+    def postmaster(self) -> int:
+        return int((self.data / "data" / "postmaster.pid").read_text().split()[0])
 
     def lsn(self) -> str:
         return str(self.sql("public", "SELECT pg_current_wal_insert_lsn()")[0][0])
@@ -619,9 +625,34 @@ def costs(repeats: int, codes: list[Code]) -> dict[str, Any]:
 # -- (deliveries) signals per second beside pgbench -----------------------------------------------------
 
 
-def burst(root: Path, store: dict[str, str], waits: list[str], clients: int) -> dict[str, Any]:
+def cpu_seconds(roots: list[int]) -> float:
+    """CPU time (user and system) of the processes `roots` and of their children, the ones that
+    run and the ones reaped (a process's cutime and cstime), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, parent = int(entry), int(fields[1])
+        if pid in roots or parent in roots:
+            total += sum(int(f) for f in fields[11:13]) + (
+                sum(int(f) for f in fields[13:15]) if pid in roots else 0
+            )
+    return total / ticks
+
+
+def burst(
+    root: Path, store: dict[str, str], waits: list[str], clients: int, server: int | None = None
+) -> dict[str, Any]:
     """Signal `waits` through one `swamp --jsonl`, `clients` requests in flight; the first `clients`
-    warm it up (helpers started, connections made) and are not counted."""
+    warm it up (helpers started, connections made) and are not counted. The CPU time per counted
+    signal of swamp (that process and its helpers) and, given the postmaster's pid `server`, of
+    PostgreSQL (every process of the cluster), over the counted signals only."""
     proc = subprocess.Popen(
         [SWAMP, "--jsonl"], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=store
     )
@@ -644,6 +675,8 @@ def burst(root: Path, store: dict[str, str], waits: list[str], clients: int) -> 
     while dones < warm:
         if json.loads(next(lines))["type"] == "done":
             dones += 1
+    swamp_cpu = cpu_seconds([proc.pid])
+    server_cpu = cpu_seconds([server]) if server else 0.0
     started = time.perf_counter()
     sent = warm
     while sent < min(total, warm + clients):
@@ -667,14 +700,20 @@ def burst(root: Path, store: dict[str, str], waits: list[str], clients: int) -> 
             elif in_flight == 0:
                 break
     ended = time.perf_counter()
+    swamp_cpu = cpu_seconds([proc.pid]) - swamp_cpu
+    server_cpu = cpu_seconds([server]) - server_cpu if server else 0.0
     proc.stdin.close()
     proc.wait()
     counted = total - warm
+    cpu = {"swamp": round(swamp_cpu / counted * 1000, 3)}
+    if server:
+        cpu["postgresql"] = round(server_cpu / counted * 1000, 3)
     return {
         "signals": counted,
         "accepted": accepted,
         "errors": dict(errors),
         "signalsPerSecond": round(counted / (ended - started), 1),
+        "cpuMsPerSignal": cpu,
         "_started": started,
         "_ended": ended,
     }
@@ -754,7 +793,8 @@ def deliveries(
                     for code in turns(codes, i + size):
                         settle(cluster)
                         root, store_env, waits = prepared[code.label][store]
-                        figures[code.label][store] = public(burst(root, store_env, waits, clients))
+                        server = cluster.postmaster() if store == "postgresql" else None
+                        figures[code.label][store] = public(burst(root, store_env, waits, clients, server))
                 if dbos:
                     settle(cluster)
                     figures["dbos"] = dbos.deliveries(f"deliver_{size}", size, clients)
