@@ -797,7 +797,9 @@ def deliveries(
                         figures[code.label][store] = public(burst(root, store_env, waits, clients, server))
                 if dbos:
                     settle(cluster)
-                    figures["dbos"] = dbos.deliveries(f"deliver_{size}", size, clients)
+                    figures["dbos"] = dbos.deliveries(
+                        f"deliver_{size}", size, clients, cpu_seconds, cluster.postmaster()
+                    )
             finally:
                 for root in repos:
                     remove(root)

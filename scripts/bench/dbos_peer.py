@@ -12,6 +12,10 @@ topic "verdict" (`DBOS.recv`), then runs one step. Each command prints one JSON 
                              Prints signals, signalsPerSecond and the perf_counter at the first
                              timed send and after the last (CLOCK_MONOTONIC: comparable across
                              processes of this machine).
+  deliver-gated URL CLIENTS ID...  the same, but after the warm-up it prints {"warm": C} and goes
+                             on at the next line of stdin, and after its result it waits for
+                             stdin's end (so that the bench can read its CPU time around the
+                             timed sends).
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def app(url: str, executor: str, count: int, offset: int) -> None:
     DBOS.destroy()
 
 
-def deliver(url: str, clients: int, ids: list[str]) -> None:
+def deliver(url: str, clients: int, ids: list[str], gated: bool = False) -> None:
     client = DBOSClient(system_database_url=url, system_database_pool_size=clients + 1)
     work: queue.Queue[str | None] = queue.Queue()
     warm = min(clients, len(ids) - 1)
@@ -89,10 +93,12 @@ def deliver(url: str, clients: int, ids: list[str]) -> None:
             thread.join()
 
     send_all(ids[:warm])
+    if gated:  # the bench measures CPU from here: say so, and go on when it answers
+        print(json.dumps({"warm": warm}), flush=True)
+        sys.stdin.readline()
     started = time.perf_counter()
     send_all(ids[warm:])
     ended = time.perf_counter()
-    client.destroy()
     counted = len(ids) - warm
     print(
         json.dumps(
@@ -106,6 +112,9 @@ def deliver(url: str, clients: int, ids: list[str]) -> None:
         ),
         flush=True,
     )
+    if gated:  # until the bench has measured: its CPU is read while this process still runs
+        sys.stdin.read()
+    client.destroy()
 
 
 def main() -> None:
@@ -114,6 +123,8 @@ def main() -> None:
         app(url, rest[0], int(rest[1]), int(rest[2]))
     elif command == "deliver":
         deliver(url, int(rest[0]), rest[1:])
+    elif command == "deliver-gated":
+        deliver(url, int(rest[0]), rest[1:], gated=True)
     else:
         raise SystemExit(f"dbos_peer: no command {command}")
 
