@@ -74,7 +74,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import SWAMP, env, make_repo, median_ms, remove
-from dbos_side import DBOS_VERSION, Dbos, peer_python, peer_rounds_of
+from dbos_side import DBOS_VERSION, Dbos, peer_python
 
 ROOT = Path(__file__).resolve().parents[2]
 PG = str(ROOT / "scripts" / "pg")
@@ -956,9 +956,9 @@ def answer_and_continue(
     }
 
 
-def rounds_of(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Several rounds of answer_and_continue as one figure: the median rates (each round's kept),
-    the runs, answers and continuations summed."""
+def rates_of(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several rounds of answering and continuing (swamp's or DBOS's) as one figure: the median
+    rates (each round's kept), the runs summed, the rounds that did not finish."""
     continued = [r["continuedPerSecond"] for r in results]
     return {
         "rounds": len(results),
@@ -966,9 +966,21 @@ def rounds_of(results: list[dict[str, Any]]) -> dict[str, Any]:
         "acknowledgedPerSecond": round(statistics.median(r["acknowledgedPerSecond"] for r in results), 1),
         "continuedPerSecond": None if None in continued else round(statistics.median(continued), 1),
         "perRound": [[r["acknowledgedPerSecond"], r["continuedPerSecond"]] for r in results],
+        "notAllFinished": [r["allFinishedWithin"] for r in results if r["allFinishedWithin"]],
+    }
+
+
+def dbos_rounds_of(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several rounds of Dbos.answer_and_continue: rates_of, with the failed sends summed."""
+    return {**rates_of(results), "errors": sum(r["errors"] for r in results)}
+
+
+def rounds_of(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several rounds of answer_and_continue: rates_of, with the answers and continuations summed."""
+    return {
+        **rates_of(results),
         "accepted": sum(r["accepted"] for r in results),
         "errors": dict(sum((Counter(r["errors"]) for r in results), Counter())),
-        "notAllFinished": [r["allFinishedWithin"] for r in results if r["allFinishedWithin"]],
         "continuedOnce": sum(r["continuedOnce"] for r in results),
         "lost": sum(r["lost"] for r in results),
         "continuedTwice": sum(r["continuedTwice"] for r in results),
@@ -1010,7 +1022,7 @@ def one_host(
                         )
                 figures = {label: rounds_of(got) for label, got in results.items()}
                 if peer_rounds:
-                    figures["dbos"] = peer_rounds_of(peer_rounds)
+                    figures["dbos"] = dbos_rounds_of(peer_rounds)
                     targets[f"{store}{size}AheadOfDbos"] = ahead_of_dbos(
                         figures,
                         lambda f: f["continuedPerSecond"] or 0,
@@ -1053,7 +1065,7 @@ def two_hosts(size: int, clients: int, rounds: int, codes: list[Code], peer: str
     figures = {label: rounds_of(got) for label, got in results.items()}
     ahead = {}
     if peer_rounds:
-        figures["dbos"] = peer_rounds_of(peer_rounds)
+        figures["dbos"] = dbos_rounds_of(peer_rounds)
         ahead = {
             "acknowledgedAheadOfDbos": ahead_of_dbos(
                 figures, lambda f: f["acknowledgedPerSecond"], lambda f: f["acknowledgedPerSecond"]

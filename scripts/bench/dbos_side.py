@@ -21,7 +21,6 @@ import json
 import os
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -188,16 +187,3 @@ class Dbos:
 
         return count
 
-
-def peer_rounds_of(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Several rounds as one figure, as bench_pg.rounds_of does for swamp: the median rates."""
-    continued = [r["continuedPerSecond"] for r in results]
-    return {
-        "rounds": len(results),
-        "runs": sum(r["runs"] for r in results),
-        "acknowledgedPerSecond": round(statistics.median(r["acknowledgedPerSecond"] for r in results), 1),
-        "continuedPerSecond": None if None in continued else round(statistics.median(continued), 1),
-        "perRound": [[r["acknowledgedPerSecond"], r["continuedPerSecond"]] for r in results],
-        "errors": sum(r["errors"] for r in results),
-        "notAllFinished": [r["allFinishedWithin"] for r in results if r["allFinishedWithin"]],
-    }

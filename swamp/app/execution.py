@@ -8,10 +8,9 @@ imports a use case.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from ..domain import suggested
@@ -25,27 +24,17 @@ from ..engine.ports import HOSTED_RUNS, Emit, EngineServices
 from .context import App
 from .views import run_document
 
-_SNAPSHOTS_KEPT = 64
-_snapshots: OrderedDict[str, Workflow] = OrderedDict()
-_snapshots_lock = threading.Lock()
-
 
 def workflow_of(run: WorkflowRun) -> Workflow:
     """The definition a run executes: the snapshot taken when it started. Parsed once per snapshot
     in this process (a Workflow is frozen): a continuation asked for it twice, and a serve asks
     for the same few workflows' snapshots run after run (a tenth of a continuation's time)."""
-    key = json.dumps(run.definition, sort_keys=True, separators=(",", ":"))
-    with _snapshots_lock:
-        workflow = _snapshots.get(key)
-        if workflow is not None:
-            _snapshots.move_to_end(key)
-            return workflow
-    workflow = Workflow.from_json(run.definition)
-    with _snapshots_lock:
-        _snapshots[key] = workflow
-        while len(_snapshots) > _SNAPSHOTS_KEPT:
-            _snapshots.popitem(last=False)
-    return workflow
+    return _snapshot(json.dumps(run.definition))
+
+
+@functools.lru_cache(maxsize=64)
+def _snapshot(text: str) -> Workflow:
+    return Workflow.from_json(json.loads(text))
 
 
 def engine_services(app: App, emit: Emit | None, run_id: str) -> EngineServices:

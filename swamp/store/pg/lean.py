@@ -38,7 +38,8 @@ from typing import Any
 from ..counts import COUNTS
 
 _WRITES = (b"INSERT", b"UPDATE", b"DELETE", b"WITH")
-_OK_STATUSES = (1, 2)  # PGRES_COMMAND_OK, PGRES_TUPLES_OK
+_COMMAND_OK = 1  # PGRES_COMMAND_OK
+_OK_STATUSES = (_COMMAND_OK, 2)  # and PGRES_TUPLES_OK
 _PIPELINE_SYNC, _PIPELINE_ABORTED = 10, 11
 _CONNECTION_OK = 0
 _DIAG_SQLSTATE, _DIAG_PRIMARY = ord("C"), ord("M")
@@ -381,9 +382,9 @@ class Connection:
         failure = None
         try:
             status = lib.PQresultStatus(result)
-            if status != _OK_STATUSES[0]:
+            if status != _COMMAND_OK:
                 self._prepared.pop(query, None)
-            if status not in (_OK_STATUSES[0], _PIPELINE_ABORTED):
+            if status not in (_COMMAND_OK, _PIPELINE_ABORTED):
                 try:
                     self._cursor(result)
                 except Error as exc:
