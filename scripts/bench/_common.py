@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -56,6 +57,19 @@ def make_repo(files: dict[str, str] | None = None, extra_env: dict[str, str] | N
 
 def remove(root: Path) -> None:
     shutil.rmtree(root, ignore_errors=True)
+
+
+def stop(processes: Sequence[subprocess.Popen[bytes]], grace: float) -> None:
+    """SIGTERM to each process still running, then wait for each: killed after `grace` seconds."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.communicate(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
 
 
 def timed(

@@ -60,7 +60,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -73,7 +72,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _common import SWAMP, env, make_repo, median_ms, remove
+from _common import SWAMP, env, make_repo, median_ms, remove, stop
 from dbos_side import DBOS_VERSION, Dbos, peer_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -924,15 +923,7 @@ def answer_and_continue(
         for thread in threads:
             thread.join()
     finally:
-        for serve in serves:
-            if serve.poll() is None:
-                serve.send_signal(signal.SIGTERM)
-        for serve in serves:
-            try:
-                serve.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                serve.kill()
-                serve.communicate()
+        stop(serves, 60)
         for log in logs:
             log.close()
     if not all(results):

@@ -20,12 +20,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _common import stop
 
 DBOS_VERSION = "3.4.0"
 PEER = Path(__file__).with_name("dbos_peer.py")
@@ -154,14 +155,7 @@ class Dbos:
                 time.sleep(0.02)
             results = [self._result(sender) for sender in senders]
         finally:
-            for app in apps:
-                app.send_signal(signal.SIGTERM)
-            for app in apps:
-                try:
-                    app.communicate(timeout=30)
-                except subprocess.TimeoutExpired:
-                    app.kill()
-                    app.communicate()
+            stop(apps, 30)
         started = min(r["_started"] for r in results)
         signalled = sum(r["signals"] for r in results)
         return {
