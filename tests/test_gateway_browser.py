@@ -121,13 +121,20 @@ def posted_link(repo: Path, wait_id: str, gateway: str) -> str:
 
 def submit(browser: Any) -> None:
     """Press the form's button and wait for the page the POST answers with."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
-    page = browser.find_element(By.TAG_NAME, "html")
+    # The form's page is marked; the answer is a new document without the mark. Watching the old
+    # page's node go stale instead races the navigation: ChromeDriver can answer a query on a node
+    # of a document being torn down with "Node with given id does not belong to the document".
+    browser.execute_script("window.swampFormPage = true")
     browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    WebDriverWait(browser, 60).until(expected_conditions.staleness_of(page))
+    WebDriverWait(browser, 60, ignored_exceptions=(WebDriverException,)).until(
+        lambda driver: driver.execute_script(
+            "return document.readyState === 'complete' && window.swampFormPage !== true"
+        )
+    )
 
 
 def test_a_person_answers_the_release_verdict_in_chromium(
