@@ -880,10 +880,13 @@ def answer_and_continue(
     clients: int,
     finished: Callable[[], int],
     bound: float,
+    server: int | None = None,
 ) -> dict[str, Any]:
     """A `serve --auto-continue` in each host; `runs`' waits signalled, half through each host's
     `swamp --jsonl`, `clients` in flight in total; the clock runs from the first timed signal (after
-    each --jsonl's warm-up) to the last answer (acknowledged) and to the last run finished (continued)."""
+    each --jsonl's warm-up) to the last answer (acknowledged) and to the last run finished (continued).
+    Where the CPU went, per run over the whole round (warm-up included): the serves, the signalling
+    --jsonl processes with their helpers, and, given the postmaster's pid `server`, PostgreSQL."""
     logs = [open(host / ".swamp" / "bench-serve.log", "wb") for host in hosts]  # noqa: SIM115
     serves = [
         subprocess.Popen(
@@ -911,6 +914,8 @@ def answer_and_continue(
             results[i] = burst(hosts[i], helpers, shares[i], per_host)
 
         threads = [threading.Thread(target=signal_share, args=(i,)) for i in range(len(hosts))]
+        serve_pids = [serve.pid for serve in serves]
+        serves_cpu, server_cpu = cpu_seconds(serve_pids), cpu_seconds([server]) if server else 0.0
         for thread in threads:
             thread.start()
         total, done_at = len(runs), None
@@ -920,6 +925,8 @@ def answer_and_continue(
                 done_at = time.perf_counter()
                 break
             time.sleep(0.02)
+        serves_cpu = cpu_seconds(serve_pids) - serves_cpu
+        server_cpu = cpu_seconds([server]) - server_cpu if server else 0.0
         for thread in threads:
             thread.join()
     finally:
@@ -944,6 +951,13 @@ def answer_and_continue(
         "continuedOnce": sum(1 for n in times.values() if n == 1),
         "lost": sum(1 for n in times.values() if n == 0),
         "continuedTwice": sum(1 for n in times.values() if n > 1),
+        "cpuMsPerRun": {
+            "serves": round(serves_cpu / total * 1000, 3),
+            "signalling": round(
+                sum(r["cpuMsPerSignal"]["swamp"] * r["signals"] for r in results) / signalled, 3
+            ),
+            **({"postgresql": round(server_cpu / total * 1000, 3)} if server else {}),
+        },
     }
 
 
@@ -975,6 +989,10 @@ def rounds_of(results: list[dict[str, Any]]) -> dict[str, Any]:
         "continuedOnce": sum(r["continuedOnce"] for r in results),
         "lost": sum(r["lost"] for r in results),
         "continuedTwice": sum(r["continuedTwice"] for r in results),
+        "cpuMsPerRun": {
+            part: round(statistics.median(r["cpuMsPerRun"][part] for r in results), 3)
+            for part in results[0]["cpuMsPerRun"]
+        },
     }
 
 
@@ -993,16 +1011,19 @@ def one_host(
                     for code in turns(codes, r + i):
                         root = make_repo(REPO_FILES, code.env())
                         try:
+                            server = None
                             if store == "postgresql":
                                 schema = f"bench_one_{code.label}_{size}_{r}"
                                 store_env = cluster.store(schema, code)
-                                finished = pg_succeeded(cluster, schema)
+                                finished, server = pg_succeeded(cluster, schema), cluster.postmaster()
                             else:
                                 store_env, finished = file_store(code), files_finished(root)
                             runs = open_waits(root, store_env, size)
                             settle(cluster)
                             results[code.label].append(
-                                answer_and_continue([root], store_env, runs, clients, finished, 60 + size)
+                                answer_and_continue(
+                                    [root], store_env, runs, clients, finished, 60 + size, server
+                                )
                             )
                         finally:
                             remove(root)
@@ -1045,7 +1066,9 @@ def two_hosts(size: int, clients: int, rounds: int, codes: list[Code], peer: str
                     finished = pg_succeeded(cluster, schema)
                     settle(cluster)
                     results[code.label].append(
-                        answer_and_continue(hosts, store_env, runs, clients, finished, 60 + size)
+                        answer_and_continue(
+                            hosts, store_env, runs, clients, finished, 60 + size, cluster.postmaster()
+                        )
                     )
                 finally:
                     for host in hosts:

@@ -9,12 +9,14 @@ appended it, `base + (xid - xid0) * PER_TRANSACTION + i` (`base`, `xid0` fixed i
 the migration; `i` the event's place in its append), so appenders share no row: no counter to
 lock, and concurrent saves share the disk flushes of their commits. The log's order is `seq`'s.
 Transaction ids are handed out in order but transactions commit in any order, so a reader only
-takes events below the *watermark*: the oldest transaction id still running (its snapshot's
-xmin), mapped to a seq. Every transaction below it has ended, so no event can ever appear below
-a seq a reader has passed: a reader that moves its cursor forward never skips one (EVENT-008),
-and every reader sees the same order (EVENT-006). A transaction held open for long (by anyone,
-in any database of the cluster) holds the watermark back: events wait, none is lost. The events
-of one run keep their order: its saves are made under its claim, one transaction after the other.
+takes events below the *watermark*, mapped to a seq from the oldest transaction id that may still
+append. Every transaction below it has ended, so no event can ever appear below a seq a reader
+has passed: a reader that moves its cursor forward never skips one (EVENT-008), and every reader
+sees the same order (EVENT-006). That id is the snapshot's xmin (free to compute) unless events
+already wait above it; then it is the oldest among this schema's writers only (from pg_locks), so
+someone else's transaction, open for as long as it likes, holds no event back. A transaction of
+this schema's writers held open for long does: events wait, none is lost. The events of one run
+keep their order: its saves are made under its claim, one transaction after the other.
 
 A save's events are inserted in the save's own transaction (runs.py): both commit or neither. The
 NOTIFY that wakes readers is sent just after the commit, in the same round trip, by a transaction
@@ -34,11 +36,11 @@ import contextlib
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...domain.errors import StorageError
-from ..events import check_cursor, cursor_of
+from ..events import _is_cursor, _seq, check_cursor, cursor_of
 from ..notify import POLL_SECONDS, Changes, readable
 from .connection import Database, granted_advisory, writers_key
 from .idents import quote_ident
@@ -76,18 +78,28 @@ _UNLISTED = (
     "WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'transactionid' "
     "AND l.transactionid::text::bigint = r.x::text::bigint % 4294967296))"
 )
+# The watermark, in a statement of its own (see above). First the free bound: the snapshot's xmin
+# (every older transaction has ended, whoever ran it; this one's own id, if it has one, counted
+# too). Only when events already wait at or above it is the bound of this schema's writers
+# computed (the CTEs reading pg_locks are evaluated only then): it costs the server a walk of its
+# whole lock table, and lets through what someone else's transaction would hold back.
 _MARK = (
     "SELECT set_config('swamp.events_mark', (WITH k AS (SELECT hashtextextended(%s, 0) AS key), "
-    "s AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next), "
+    "s AS (SELECT pg_snapshot_xmax(c.snap)::text::bigint AS next, least(pg_snapshot_xmin(c.snap)"
+    "::text::bigint, pg_current_xact_id_if_assigned()::text::bigint) AS oldest "
+    "FROM (SELECT pg_current_snapshot() AS snap) AS c), "
     f"{_UNLISTED}, "
     "h AS (SELECT CASE WHEN t.transactionid IS NOT NULL THEN "
     f"{_XID8} ELSE least(s.next, (SELECT min(x) FROM u)) END AS x "
     "FROM k, s, pg_locks a LEFT JOIN pg_locks t ON t.locktype = 'transactionid' "
     "AND t.virtualtransaction = a.virtualtransaction AND t.mode = 'ExclusiveLock' "
     f"WHERE {granted_advisory('a')}) "
-    f"SELECT n.b + (least((SELECT min(x) FROM h), (SELECT next FROM s)) - n.x) * {PER_TRANSACTION} "
-    f"FROM (SELECT {_NUMBERING}) AS n(b, x))::text, false)"
+    "SELECT CASE WHEN coalesce((SELECT max(seq) FROM events) >= f.free, false) "
+    f"THEN n.b + (least((SELECT min(x) FROM h), s.next) - n.x) * {PER_TRANSACTION} ELSE f.free END "
+    f"FROM (SELECT {_NUMBERING}) AS n(b, x), s, "
+    f"LATERAL (SELECT n.b + (s.oldest - n.x) * {PER_TRANSACTION} AS free) AS f)::text, false)"
 )
+_Sent = tuple[str, Any, Callable[[list[tuple[Any, ...]]], None]]  # a statement, its values, its rows' taker
 _WATERMARK = "current_setting('swamp.events_mark')::bigint"
 _KEPT_AFTER = "(SELECT value::bigint FROM swamp_meta WHERE key = 'events_kept_after')"
 _STATE = (
@@ -161,18 +173,18 @@ class PgEventLog:
             self.db.notify("events", "")
         return cursors
 
-    def _marked(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
-        """`sql`, reading the watermark of the statement sent just before it (one round trip)."""
+    def _marked(self, sql: str, params: Any = None, before: _Sent | None = None) -> list[tuple[Any, ...]]:
+        """`sql` (and `before`, a statement whose rows go to its callback), reading the watermark
+        of the statement sent just before them: one round trip."""
         self.db.send(_MARK, (writers_key(self.db),))
+        if before is not None:
+            self.db.send(*before)
         return self.db.execute(sql, params)
 
     def _state(self) -> tuple[str, int, int, int]:
         """(epoch, the end of the log for a reader starting now: the last event every reader may
         take, the last seq given out, the seq after which every event is still kept)."""
-        epoch, watermark, newest, final, kept_after = self._marked(_STATE)[0]
-        given = int(watermark) - 1 if newest is None else max(int(watermark) - 1, int(newest))
-        end = int(kept_after) if final is None else max(int(final), int(kept_after))
-        return str(epoch), end, given, int(kept_after)
+        return _state_of(self._marked(_STATE)[0])
 
     def start(self) -> str:
         epoch, end, _, _ = self._state()
@@ -187,13 +199,20 @@ class PgEventLog:
         below the watermark."""
         if after is None:
             epoch, _, _, seq = self._state()
+        elif not _is_cursor(after):
+            epoch, seq = self.check(after)  # refused
         else:
-            epoch, seq = self.check(after)
-        rows = self._marked(
+            seq = _seq(after)
+        state: list[tuple[Any, ...]] = []
+        rows = self._marked(  # checked with the state read in the same round trip as the rows
             f"SELECT seq, body, {_KEPT_AFTER} FROM events "
             f"WHERE seq > %s AND seq < {_WATERMARK} ORDER BY seq LIMIT %s",
             (seq, max(0, limit)),
+            None if after is None else (_STATE, None, state.extend),
         )
+        if after is not None:
+            epoch, _, given, kept_after = _state_of(state[-1])
+            epoch, seq = check_cursor(after, epoch, kept_after, lambda: given)
         if rows and after is not None and seq < int(rows[0][2]):
             self.check(after)  # pruned since it was checked: refused, never a silent gap
         found = []
@@ -208,6 +227,14 @@ class PgEventLog:
     def changes(self) -> Listener:
         """Armed on entry: a wait() returns once an append committed since."""
         return Listener(self.db, "events")
+
+
+def _state_of(row: tuple[Any, ...]) -> tuple[str, int, int, int]:
+    """PgEventLog._state from a row of _STATE."""
+    epoch, watermark, newest, final, kept_after = row
+    given = int(watermark) - 1 if newest is None else max(int(watermark) - 1, int(newest))
+    end = int(kept_after) if final is None else max(int(final), int(kept_after))
+    return str(epoch), end, given, int(kept_after)
 
 
 class Listener:
