@@ -166,10 +166,14 @@ def _already_held(
         "heldAt": existing.heldAt,
         "samePayload": same,
     }
+    same_delivery = ""
     if delivery_id is not None:  # this very delivery, sent again (WAIT-088)?
         details["sameDelivery"] = delivery_id == existing.deliveryId
+        if details["sameDelivery"]:
+            same_delivery = f", from this same delivery ({delivery_id})"
     return SignalHeld(
-        f"Wait {wait_id} already holds early signal {existing.signalId} (held at {existing.heldAt}); "
+        f"Wait {wait_id} already holds early signal {existing.signalId} (held at {existing.heldAt}"
+        f"{same_delivery}); "
         f"it is applied when step '{step.name}' opens, and the wait takes no other signal. "
         f"See it with: swamp workflow wait show {wait_id}",
         details,

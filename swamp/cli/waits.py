@@ -84,6 +84,11 @@ def wait_address(
     type=click.Path(dir_okay=False),
     help="Read the signal permission's token from FILE (kept out of the process list).",
 )
+@click.option(
+    "--delivery-id",
+    metavar="ID",
+    help="Name this delivery (say, a CI job's ID): sent again, it is refused as this same delivery.",
+)
 @wait_address_options
 @claim_option
 @output_options
@@ -98,6 +103,7 @@ def workflow_signal(
     override: str | None,
     token: str | None,
     token_file: str | None,
+    delivery_id: str | None,
     run_id: str | None,
     step: str | None,
     job: str | None,
@@ -123,6 +129,10 @@ def workflow_signal(
     workflow wait grant), on behalf of whoever granted it: for a job that may answer this one
     wait and nothing more.
 
+    A job that may send its answer twice (retried, run again) names it with --delivery-id: the
+    same ID sent again is refused (wait_settled, exit 3) with details.sameDelivery true, so the
+    job can tell its own answer, taken once, from someone else's.
+
     \b
     Examples:
       swamp workflow signal wait_3bq... --payload '{"verdict":"ship"}'
@@ -133,6 +143,7 @@ def workflow_signal(
       swamp workflow signal wait_3bq...     # at a terminal: asks, then confirms
       swamp workflow signal wait_3bq... --payload '{"verdict":"ship"}' --override 'QA lead is away'
       swamp workflow signal wait_3bq... --token-file token.txt --payload '{"verdict":"ship"}'
+      swamp workflow signal wait_3bq... --payload-file result.json --delivery-id "ci-$CI_JOB_ID"
     """
     address = wait_address(wait_id, run_id, step, job)
     token = _token(token, token_file)
@@ -212,6 +223,7 @@ def workflow_signal(
             "resume": True if resume else None,
             "override": override,
             "token": token,
+            "deliveryId": delivery_id,
         }
     )
     if prompted and not resume:  # CLI-039: offer to continue the run once the answer is in

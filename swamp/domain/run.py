@@ -274,9 +274,11 @@ class StepRun:
         if wait.receipt is not None:
             details["receipt"] = wait.receipt.as_signal()
             details["samePayload"] = payload_digest(payload) == wait.receipt.payloadSha256
+            said = f"already received signal {wait.receipt.id} at {wait.receipt.receivedAt}"
             if delivery_id is not None:
                 details["sameDelivery"] = delivery_id == wait.receipt.deliveryId
-            said = f"already received signal {wait.receipt.id} at {wait.receipt.receivedAt}"
+                if details["sameDelivery"]:
+                    said += f", from this same delivery ({delivery_id}): it was taken once"
         else:
             said = f"already settled ({wait.outcome or self.status})"
         return WaitSettled(
