@@ -226,6 +226,18 @@ def test_a_symlink_at_the_socket_path_is_refused_and_not_followed(repo, sockdir)
     assert path.is_symlink() and target.read_text() == "kept\n"
 
 
+def test_a_socket_path_too_long_for_a_unix_socket_is_refused_by_serve_and_by_connect(repo, sockdir):
+    """SERVE-050: the kernel's limit on a socket's path (108 bytes on Linux, its NUL included) is
+    said, with what to do, instead of a stack trace."""
+    path = sockdir / ("s" * (120 - len(str(sockdir))) + ".sock")
+    served = run_swamp("serve", "--socket", str(path), cwd=repo.root, timeout=20)
+    assert served.code == 3 and "serve_error" in served.err and "Traceback" not in served.err, served.err
+    assert "a Unix socket's path holds at most 107" in served.err and not path.exists()
+    connected = run_swamp("--connect", str(path), "workflow", "waits", cwd=repo.root, timeout=20)
+    assert connected.code == 1 and "store_unavailable" in connected.err, connected.err
+    assert "holds at most 107: choose a shorter one" in connected.err
+
+
 def as_other_user(uid: int, path: Path, lines: list[str], answers: int) -> list[dict]:
     """Send `lines` to serve's socket from a forked child that runs as `uid`; the frames other than
     done, once `answers` requests are done."""

@@ -153,6 +153,10 @@ def _open(path: str) -> Any:
     except OSError as exc:
         sock.close()
         reason = exc.strerror or str(exc)
+        from ..protocol.serve_sockets import MAX_SOCKET_PATH, too_long  # only on this error path
+
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            raise _unavailable(f"Could not connect to swamp serve: {too_long(path)}", path) from None
         if isinstance(exc, PermissionError):
             fix = "ask the serve's owner to add you to its --socket-access group, then log in again"
         elif isinstance(exc, (FileNotFoundError, ConnectionRefusedError)):

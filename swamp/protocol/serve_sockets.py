@@ -26,6 +26,18 @@ REFUSED_READ_BYTES = 64 * 1024  # what a refused client already sent, read so it
 OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
+
+# sun_path holds 108 bytes on Linux (104 on BSD and macOS), its terminating NUL included.
+MAX_SOCKET_PATH = 107
+
+
+def too_long(path: str) -> str:
+    """Why a Unix socket cannot be at `path`, and what to do."""
+    return (
+        f"{path} is {len(os.fsencode(path))} bytes long; a Unix socket's path holds at most "
+        f"{MAX_SOCKET_PATH}: choose a shorter one, such as $XDG_RUNTIME_DIR/swamp.sock"
+    )
+
 class SocketListener:
     def __init__(
         self,
@@ -50,6 +62,8 @@ class SocketListener:
     def listen(self, path: str, group: int | None = None, anyone: bool = False) -> None:
         """Listen on `path`: for serve's own account alone, or also for `group`'s members, or for
         `anyone` (--socket-access, ACCESS-070); each peer's account from the kernel all the same."""
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            raise ServeError(too_long(path), {"socket": path, "maximum": MAX_SOCKET_PATH})
         try:
             found = os.lstat(path)
         except FileNotFoundError:
@@ -84,6 +98,13 @@ class SocketListener:
         old_mask = os.umask(0o177)
         try:
             listener.bind(path)
+        except OSError as exc:  # its folder is missing or not ours to write in
+            listener.close()
+            raise ServeError(
+                f"Could not listen on {path}: {exc.strerror or exc}; --socket needs a folder that "
+                "exists and that serve's account can write in",
+                {"socket": path},
+            ) from None
         finally:
             os.umask(old_mask)
         try:
