@@ -21,9 +21,9 @@ REBUILD_ENV = "_SWAMP_REBUILD_OPEN_INDEX"
 # tests/test_completion_fast.py checks this against click's definitions.
 VALUE_OPTIONS = frozenset(
     {
-        "--claim-timeout", "--connect", "--expires", "--from", "--input", "--input-file", "-i", "--job",
-        "--note", "--override", "--payload", "--payload-file", "--reason", "--repo-dir", "--run",
-        "--step", "--timeout", "--token", "--token-file", "--uses",
+        "--claim-timeout", "--connect", "--delivery-id", "--expires", "--from", "--input", "--input-file",
+        "-i", "--job", "--note", "--override", "--payload", "--payload-file", "--reason", "--repo-dir",
+        "--run", "--step", "--timeout", "--token", "--token-file", "--uses",
     }
 )  # fmt: skip
 SUSPENDED = ("suspended",)
