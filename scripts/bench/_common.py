@@ -59,6 +59,27 @@ def remove(root: Path) -> None:
     shutil.rmtree(root, ignore_errors=True)
 
 
+def cpu_seconds(roots: list[int]) -> float:
+    """CPU time (user and system) of the processes `roots` and of their children, the ones that
+    run and the ones reaped (a process's cutime and cstime), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, parent = int(entry), int(fields[1])
+        if pid in roots or parent in roots:
+            total += sum(int(f) for f in fields[11:13]) + (
+                sum(int(f) for f in fields[13:15]) if pid in roots else 0
+            )
+    return total / ticks
+
+
 def stop(processes: Sequence[subprocess.Popen[bytes]], grace: float) -> None:
     """SIGTERM to each process still running, then wait for each: killed after `grace` seconds."""
     for process in processes:

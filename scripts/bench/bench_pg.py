@@ -72,7 +72,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _common import SWAMP, env, make_repo, median_ms, remove, stop
+from _common import SWAMP, cpu_seconds, env, make_repo, median_ms, remove, stop
 from dbos_side import DBOS_VERSION, Dbos, peer_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -624,27 +624,6 @@ def costs(repeats: int, codes: list[Code]) -> dict[str, Any]:
 # -- (deliveries) signals per second beside pgbench -----------------------------------------------------
 
 
-def cpu_seconds(roots: list[int]) -> float:
-    """CPU time (user and system) of the processes `roots` and of their children, the ones that
-    run and the ones reaped (a process's cutime and cstime), from /proc."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid, parent = int(entry), int(fields[1])
-        if pid in roots or parent in roots:
-            total += sum(int(f) for f in fields[11:13]) + (
-                sum(int(f) for f in fields[13:15]) if pid in roots else 0
-            )
-    return total / ticks
-
-
 def burst(
     root: Path, store: dict[str, str], waits: list[str], clients: int, server: int | None = None
 ) -> dict[str, Any]:
@@ -797,7 +776,7 @@ def deliveries(
                 if dbos:
                     settle(cluster)
                     figures["dbos"] = dbos.deliveries(
-                        f"deliver_{size}", size, clients, cpu_seconds, cluster.postmaster()
+                        f"deliver_{size}", size, clients, cluster.postmaster()
                     )
             finally:
                 for root in repos:

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import stop
+from _common import cpu_seconds, stop
 
 DBOS_VERSION = "3.4.0"
 PEER = Path(__file__).with_name("dbos_peer.py")
@@ -97,11 +97,9 @@ class Dbos:
             raise SystemExit(f"the DBOS peer's sender exited {sender.returncode}")
         return dict(json.loads(out.decode().strip().splitlines()[-1]))
 
-    def deliveries(
-        self, name: str, size: int, clients: int, cpu_seconds: Any = None, server: int | None = None
-    ) -> dict[str, Any]:
-        """`cpu_seconds(pids)` and the postmaster's pid `server` given: also the CPU time per
-        timed send of DBOS's sending process and of PostgreSQL (as bench_pg's burst reports)."""
+    def deliveries(self, name: str, size: int, clients: int, server: int | None = None) -> dict[str, Any]:
+        """Also the CPU time per timed send of DBOS's sending process and, given the postmaster's
+        pid `server`, of PostgreSQL (as bench_pg's burst reports)."""
         database = f"dbos_{name}"
         total = size + clients
         (app,) = self._apps(database, [(total, 0)])
@@ -116,21 +114,20 @@ class Dbos:
         assert sender.stdin is not None and sender.stdout is not None
         sender.stdout.readline()  # warmed up
         roots = [sender.pid] + ([server] if server else [])
-        before = [cpu_seconds([pid]) for pid in roots] if cpu_seconds else []
+        before = [cpu_seconds([pid]) for pid in roots]
         sender.stdin.write(b"go\n")
         sender.stdin.flush()
         got = dict(json.loads(sender.stdout.readline()))
-        after = [cpu_seconds([pid]) for pid in roots] if cpu_seconds else []
+        after = [cpu_seconds([pid]) for pid in roots]
         sender.stdin.close()
         sender.wait(timeout=600)
         if sender.returncode != 0:
             raise SystemExit(f"the DBOS peer's sender exited {sender.returncode}")
         out = {k: v for k, v in got.items() if not k.startswith("_")}
-        if after:
-            spent = [(a - b) / got["signals"] * 1000 for a, b in zip(after, before, strict=True)]
-            out["cpuMsPerSignal"] = {"dbos": round(spent[0], 3)}
-            if server:
-                out["cpuMsPerSignal"]["postgresql"] = round(spent[1], 3)
+        spent = [(a - b) / got["signals"] * 1000 for a, b in zip(after, before, strict=True)]
+        out["cpuMsPerSignal"] = {"dbos": round(spent[0], 3)}
+        if server:
+            out["cpuMsPerSignal"]["postgresql"] = round(spent[1], 3)
         return out
 
     def answer_and_continue(

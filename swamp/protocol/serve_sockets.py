@@ -24,9 +24,6 @@ from .serve_intake import Intake
 
 REFUSED_READ_BYTES = 64 * 1024  # what a refused client already sent, read so its close is clean
 OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-
-
-
 # sun_path holds 108 bytes on Linux (104 on BSD and macOS), its terminating NUL included.
 MAX_SOCKET_PATH = 107
 
@@ -37,6 +34,7 @@ def too_long(path: str) -> str:
         f"{path} is {len(os.fsencode(path))} bytes long; a Unix socket's path holds at most "
         f"{MAX_SOCKET_PATH}: choose a shorter one, such as $XDG_RUNTIME_DIR/swamp.sock"
     )
+
 
 class SocketListener:
     def __init__(

@@ -76,6 +76,11 @@ def cursor_of(epoch: str, seq: int) -> str:
 _PAST_THE_LAST: int = 10**MAX_DIGITS  # the first sequence number a cursor cannot hold
 
 
+def cursor_seq(text: str) -> int | None:
+    """The sequence number a well-formed cursor holds; None when `text` is not a cursor."""
+    return _seq(text) if _is_cursor(text) else None
+
+
 def _fits(seq: int) -> bool:
     return seq < _PAST_THE_LAST
 

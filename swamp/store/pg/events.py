@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...domain.errors import StorageError
-from ..events import _is_cursor, _seq, check_cursor, cursor_of
+from ..events import check_cursor, cursor_of, cursor_seq
 from ..notify import POLL_SECONDS, Changes, readable
 from .connection import Database, granted_advisory, writers_key
 from .idents import quote_ident
@@ -199,10 +199,10 @@ class PgEventLog:
         below the watermark."""
         if after is None:
             epoch, _, _, seq = self._state()
-        elif not _is_cursor(after):
+        elif (given_seq := cursor_seq(after)) is None:
             epoch, seq = self.check(after)  # refused
         else:
-            seq = _seq(after)
+            seq = given_seq
         state: list[tuple[Any, ...]] = []
         rows = self._marked(  # checked with the state read in the same round trip as the rows
             f"SELECT seq, body, {_KEPT_AFTER} FROM events "
