@@ -66,7 +66,10 @@ def serve(args):
     workers = []
 
     def stop(signum, frame):
-        print(f"stopping on signal {signum}", file=sys.stderr, flush=True)
+        # os.write, not print: a signal that lands while the main thread is
+        # still inside sys.stderr's flush of "ready" would make print re-enter
+        # that buffer and die with a RuntimeError instead of exit_code.
+        os.write(2, f"stopping on signal {signum}\n".encode())
         if socket_path:
             os.unlink(socket_path)
         os._exit(exit_code)

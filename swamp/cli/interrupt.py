@@ -36,7 +36,8 @@ class Interruption:
         self.signal: str | None = None
         self._executors: list[Any] = []
         self._executed = False  # whether a run has executed here (attached) at all
-        self._lock = threading.Lock()
+        # Reentrant: handle() runs on the main thread, which may be inside attach or detach.
+        self._lock = threading.RLock()
         # How wide the elapsed-time status line on stdout is now (cleared before the message).
         self._status_width = status_width
 

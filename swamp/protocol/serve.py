@@ -135,8 +135,10 @@ def run_server(options: ServeOptions) -> int:
     stop_signal: list[str] = []
 
     def on_signal(signum: int, frame: Any) -> None:
+        # Only a flag: Event.set takes the lock the main thread's finished.wait may hold right
+        # now, and the handler runs on that thread (a deadlock). The loop below sees the flag
+        # within one wait.
         stop_signal.append(signal.Signals(signum).name)
-        server.finished.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -173,7 +175,7 @@ def run_server(options: ServeOptions) -> int:
     # The signals answered here (one alone, or any while helpers are off) should not pay for the
     # imports either: the first one would hold up every request read behind it.
     threading.Thread(target=warm, name="swamp-serve-warm", daemon=True).start()
-    while not server.finished.wait(0.2):
+    while not stop_signal and not server.finished.wait(0.2):
         pass
     if stop_signal:
         server.shutdown(f"received {stop_signal[0]}")
