@@ -22,11 +22,7 @@ from .execution import workflow_of
 
 def supersede(app: App, workflow: Workflow, new_run: WorkflowRun) -> list[dict[str, Any]]:
     digest = inputs_digest(new_run.inputs)
-    entries = [
-        e
-        for e in app.runs.active_entries(workflow.id)
-        if e["status"] == "suspended" and e["inputsSha256"] == digest
-    ]
+    entries = app.runs.suspended_with_inputs(workflow.id, digest)
     runs, _ = app.runs.load_entries(entries)  # only the runs that could be superseded are read
     report: list[dict[str, Any]] = []
     for old in runs:

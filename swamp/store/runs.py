@@ -206,6 +206,15 @@ class RunRepository:
         record is read."""
         return self._read_index(lambda: list(self._entries(workflow_id)))
 
+    def suspended_with_inputs(self, workflow_id: str, inputs_sha256: str) -> list[dict[str, Any]]:
+        """The workflow's suspended entries with this inputs digest (every entry is read: the
+        index has no other order)."""
+        return [
+            e
+            for e in self.active_entries(workflow_id)
+            if e["status"] == "suspended" and e["inputsSha256"] == inputs_sha256
+        ]
+
     def another_suspended(self, workflow_id: str, run_id: str) -> bool:
         """Whether a run of the workflow other than `run_id` is suspended, by the index; reads
         entries only until it finds one."""

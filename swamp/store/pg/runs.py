@@ -288,6 +288,16 @@ class PgRunRepository:
         if workflow_id is not None:
             sql += " AND workflow_id = %s"
             params.append(workflow_id)
+        return self._entries(sql, params)
+
+    def suspended_with_inputs(self, workflow_id: str, inputs_sha256: str) -> list[dict[str, Any]]:
+        sql = (
+            f"SELECT {_ENTRY_COLUMNS} FROM runs "
+            "WHERE workflow_id = %s AND inputs_sha256 = %s AND status = 'suspended'"
+        )
+        return self._entries(sql, [workflow_id, inputs_sha256])
+
+    def _entries(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         return [
             {
                 "runId": r[0],
