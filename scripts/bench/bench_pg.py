@@ -39,6 +39,10 @@ is given for before and after with the ratio after/before, and each target with 
     lost, 2 is twice). Targets: acknowledged/s after >= 4x before, continued/s >= 2.5x.
 (commandStart) wall time of one `swamp workflow signal` process on PostgreSQL and on files,
     interleaved, median of N. Target: PostgreSQL <= 1.5x files.
+(runStart) runs started per second through one `swamp --jsonl`, --batch at a time (default 500),
+    in an empty store and beside --waiting runs (default 2,000) already waiting, on PostgreSQL and
+    on files. Target: on PostgreSQL, beside the waiting runs >= 0.8x the empty store's rate (a new
+    run looks only at the runs it may supersede).
 (history) `waits --json`, `signal` and `resume` in a schema holding 100,000 finished runs (cloned
     server-side from a real finished run) and in an empty one. Target: each <= 1.3x.
 
@@ -1135,6 +1139,54 @@ def command_start(repeats: int, codes: list[Code]) -> dict[str, Any]:
     }
 
 
+# -- (runStart) -----------------------------------------------------------------------------------------
+
+
+def run_start(waiting: int, batch: int, codes: list[Code]) -> dict[str, Any]:
+    """Runs started per second through one `swamp --jsonl` (`batch` at a time, each suspending at
+    its wait), first in an empty store, then beside `waiting` runs already waiting there."""
+    figures: dict[str, Any] = {}
+    with Cluster() as cluster:
+        for code in codes:
+            stores = {
+                "postgresql": cluster.store(f"bench_runstart_{code.label}", code),
+                "fileStore": file_store(code),
+            }
+            got: dict[str, dict[str, float]] = {}
+            for name, store in stores.items():
+                root = make_repo(REPO_FILES, code.env())
+                try:
+                    started = time.perf_counter()
+                    open_waits(root, store, batch)
+                    empty = batch / (time.perf_counter() - started)
+                    open_waits(root, store, waiting - batch, offset=batch)
+                    settle(cluster)
+                    started = time.perf_counter()
+                    open_waits(root, store, batch, offset=waiting)
+                    beside = batch / (time.perf_counter() - started)
+                finally:
+                    remove(root)
+                got[name] = {
+                    "emptyPerSecond": round(empty, 1),
+                    "besideWaitingPerSecond": round(beside, 1),
+                    "ratio": round(beside / empty, 3),
+                }
+            figures[code.label] = got
+    return {
+        "waiting": waiting,
+        "batch": batch,
+        **figures,
+        "afterOverBefore": gains(
+            figures, [f"{name}.besideWaitingPerSecond" for name in ("postgresql", "fileStore")]
+        ),
+        "targets": {
+            "postgresqlBesideWaitingOverEmpty": compare(
+                figures, lambda f: f["postgresql"]["ratio"], 0.8, "min"
+            )
+        },
+    }
+
+
 # -- (history) ------------------------------------------------------------------------------------------
 
 IDS = {"wait": re.compile(r"wait_[a-z2-7]{26}"), "sig": re.compile(r"sig_[a-z2-7]{26}")}
@@ -1285,7 +1337,7 @@ def history(finished: int, repeats: int, codes: list[Code]) -> dict[str, Any]:
 
 # -- the report -----------------------------------------------------------------------------------------
 
-SECTIONS = ("costs", "deliveries", "oneHost", "twoHosts", "commandStart", "history")
+SECTIONS = ("costs", "deliveries", "oneHost", "twoHosts", "commandStart", "runStart", "history")
 
 
 def main() -> None:
@@ -1332,6 +1384,10 @@ def main() -> None:
     parser.add_argument(
         "--history", type=int, default=100_000, help="finished runs in history (default 100000)"
     )
+    parser.add_argument(
+        "--waiting", type=int, default=2000, help="runs waiting beside those runStart starts (default 2000)"
+    )
+    parser.add_argument("--batch", type=int, default=500, help="runs runStart starts at a time (default 500)")
     args = parser.parse_args()
     chosen = [s for s in args.only.split(",") if s] or list(SECTIONS)
     unknown = [s for s in chosen if s not in SECTIONS]
@@ -1340,7 +1396,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.smoke:
         sizes, args.two_hosts, args.costs, args.pgbench_seconds, args.rounds = [12], 12, 1, 2, 1
-        args.repeats, args.history = 2, 200
+        args.repeats, args.history, args.waiting, args.batch = 2, 200, 24, 12
     baseline = None if args.baseline.lower() == "none" else args.baseline
     with tempfile.TemporaryDirectory(prefix="swamp-bench-code-") as work:
         codes = prepare_codes(baseline, args.tree.resolve(), Path(work))
@@ -1357,6 +1413,7 @@ def main() -> None:
             "oneHost": lambda: one_host(sizes, args.clients, args.rounds, codes, peer),
             "twoHosts": lambda: two_hosts(args.two_hosts, args.clients, args.rounds, codes, peer),
             "commandStart": lambda: command_start(args.repeats, codes),
+            "runStart": lambda: run_start(args.waiting, args.batch, codes),
             "history": lambda: history(args.history, args.repeats, codes),
         }
         for name in SECTIONS:
