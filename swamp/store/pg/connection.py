@@ -192,12 +192,10 @@ class Database:
         if isinstance(conn, lean.Connection):
             try:
                 conn.send("COMMIT")
-                if notes:
-                    conn.send("BEGIN")
-                    conn.send("SET LOCAL synchronous_commit TO off")
-                    for (channel, payload) in notes:
-                        conn.send("SELECT pg_notify(%s, %s)", (channel, payload))
-                    conn.send("COMMIT")
+                if notes:  # one statement: the pipeline's sync commits it, without waiting for the disk
+                    calls = ", ".join("pg_notify(%s, %s)" for _ in notes)
+                    values = [value for note in notes for value in note]
+                    conn.send(f"SELECT set_config('synchronous_commit', 'off', true), {calls}", values)
                 conn.flush()
             except BaseException:
                 conn.rollback()

@@ -222,7 +222,7 @@ class Connection:
         self.broken = False
         self._depth = 0
         self._queue: list[_Statement] = []
-        self._open = self._lazy = False  # in a transaction, and one that does not wait for the disk
+        self._open = False  # in a transaction
         self._prepared: dict[bytes, bytes] = {}  # statement text -> its prepared statement's name
         self._names = 0
         self._prepares = os.environ.get("SWAMP_PG_PREPARED", "on") != "off"
@@ -275,16 +275,14 @@ class Connection:
         return query, values, on_rows
 
     def _count(self, statements: list[_Statement]) -> None:
-        """Round trips, and commits that wait for the disk: a COMMIT (not of a transaction that
-        set synchronous_commit off) or a write outside a transaction."""
+        """Round trips, and commits that wait for the disk: a COMMIT, or a write outside a
+        transaction (the NOTIFYs sent after a commit write nothing and do not wait for it)."""
         COUNTS["roundTrips"] += 1
         for query, _, _ in statements:
             if query == b"BEGIN":
-                self._open, self._lazy = True, False
-            elif query.startswith(b"SET LOCAL synchronous_commit TO off"):
-                self._lazy = True
+                self._open = True
             elif query in (b"COMMIT", b"ROLLBACK"):
-                if query == b"COMMIT" and not self._lazy:
+                if query == b"COMMIT":
                     COUNTS["commits"] += 1
                 self._open = False
             elif not self._open and query.startswith(_WRITES):
