@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import pytest
 import yaml
 
 SWAMP = Path(sys.executable).with_name("swamp")
@@ -264,6 +265,34 @@ def make_repo(path: Path) -> Repo:
     repo.write_model(SH_MODEL)
     repo.write_model(ECHO_MODEL)
     repo.write_extension("echo.py", ECHO_EXTENSION)
+    return repo
+
+
+PG_ADDRESS = os.environ.get("SWAMP_TEST_PG", "")
+# A test parametrized over both stores: `store_repo(request.param, ...)` makes its repository.
+BOTH_STORES = [
+    pytest.param("file", id="files"),
+    pytest.param(
+        "pg",
+        id="postgresql",
+        marks=pytest.mark.skipif(
+            not PG_ADDRESS.startswith("postgresql://"), reason="SWAMP_TEST_PG is not set"
+        ),
+    ),
+]
+
+
+def store_repo(store: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
+    """A repository at `path` on `store`: "file", or "pg" (a schema of its own on SWAMP_TEST_PG,
+    migrated; SWAMP_STORE_URL set for the test through `monkeypatch`)."""
+    if store == "pg":
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        monkeypatch.setenv("SWAMP_STORE_URL", f"{PG_ADDRESS}&options=-csearch_path%3D{schema}")
+    else:
+        monkeypatch.delenv("SWAMP_STORE_URL", raising=False)
+    repo = make_repo(path)
+    if store == "pg":
+        assert repo.swamp("store", "migrate").code == 0
     return repo
 
 

@@ -4,39 +4,21 @@ included) gives a fresh read. On the file store, and on PostgreSQL when SWAMP_TE
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 
 import pytest
-from helpers import job, make_repo
+from helpers import BOTH_STORES, job, store_repo
 
 from swamp.app.context import App
 from swamp.domain.errors import RunNotFound
 
-ADDRESS = os.environ.get("SWAMP_TEST_PG", "")
-STORES = [
-    pytest.param("file", id="files"),
-    pytest.param(
-        "pg",
-        id="postgresql",
-        marks=pytest.mark.skipif(not ADDRESS.startswith("postgresql://"), reason="SWAMP_TEST_PG is not set"),
-    ),
-]
 WAIT = {"name": "review", "task": {"type": "wait_for_signal", "timeout": 600, "schema": {"type": "integer"}}}
 
 
-@pytest.fixture(params=STORES)
+@pytest.fixture(params=BOTH_STORES)
 def root(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "pg":
-        schema = f"t_{uuid.uuid4().hex[:12]}"
-        monkeypatch.setenv("SWAMP_STORE_URL", f"{ADDRESS}&options=-csearch_path%3D{schema}")
-    else:
-        monkeypatch.delenv("SWAMP_STORE_URL", raising=False)
-    repo = make_repo(tmp_path / "repo")
+    repo = store_repo(request.param, tmp_path / "repo", monkeypatch)
     repo.write_workflow("reread", [job("main", WAIT)])
-    if request.param == "pg":
-        assert repo.swamp("store", "migrate").code == 0
     assert repo.swamp("workflow", "run", "reread", "--json").code == 0
     return str(repo.root)
 
