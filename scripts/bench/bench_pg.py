@@ -1142,6 +1142,13 @@ def command_start(repeats: int, codes: list[Code]) -> dict[str, Any]:
 # -- (runStart) -----------------------------------------------------------------------------------------
 
 
+def started_per_second(root: Path, store: dict[str, str], count: int, offset: int) -> float:
+    """Runs started per second, opening `count` waits through one `swamp --jsonl`."""
+    started = time.perf_counter()
+    open_waits(root, store, count, offset=offset)
+    return count / (time.perf_counter() - started)
+
+
 def run_start(waiting: int, batch: int, codes: list[Code]) -> dict[str, Any]:
     """Runs started per second through one `swamp --jsonl` (`batch` at a time, each suspending at
     its wait), first in an empty store, then beside `waiting` runs already waiting there."""
@@ -1156,14 +1163,10 @@ def run_start(waiting: int, batch: int, codes: list[Code]) -> dict[str, Any]:
             for name, store in stores.items():
                 root = make_repo(REPO_FILES, code.env())
                 try:
-                    started = time.perf_counter()
-                    open_waits(root, store, batch)
-                    empty = batch / (time.perf_counter() - started)
+                    empty = started_per_second(root, store, batch, 0)
                     open_waits(root, store, waiting - batch, offset=batch)
                     settle(cluster)
-                    started = time.perf_counter()
-                    open_waits(root, store, batch, offset=waiting)
-                    beside = batch / (time.perf_counter() - started)
+                    beside = started_per_second(root, store, batch, waiting)
                 finally:
                     remove(root)
                 got[name] = {
