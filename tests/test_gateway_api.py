@@ -204,7 +204,8 @@ def test_wrong_options_are_usage_errors(repo: Repo, args: tuple[str, ...]) -> No
 
 
 def test_sigterm_answers_the_request_in_flight_before_it_exits(repo: Repo) -> None:
-    """GATEWAY-003: a request whose body is still arriving when SIGTERM comes is answered."""
+    """GATEWAY-003: a request whose body is still arriving when SIGTERM comes is answered, and the
+    log says the stop began with it in flight."""
     import threading
 
     _, wait_id = waiting(repo)
@@ -230,8 +231,13 @@ def test_sigterm_answers_the_request_in_flight_before_it_exits(repo: Repo) -> No
         import signal as signals
 
         gw.process.send_signal(signals.SIGTERM)
+        assert gw.process.stderr is not None
+        stopping = json.loads(gw.process.stderr.readline())  # before the body ends: still in flight
         go_on.set()
         sender.join(60)
         assert gw.ended() == 0
+    assert stopping["stopping"] is True and stopping["inFlight"] == 1, stopping
     assert answers and answers[0].status_code == 200, answers
     assert answers[0].json()["signal"]["permissionId"]
+    answered, stopped = gw.entries()
+    assert answered["status"] == 200 and stopped["stopped"] is True

@@ -90,7 +90,7 @@ class AccessLog:
         finally:
             client = scope.get("client")
             entry: dict[str, Any] = {
-                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "at": _now(),
                 "method": scope.get("method"),
                 "path": redact(scope.get("path", "")),
                 "status": status[0],
@@ -134,8 +134,11 @@ class HeaderLimit:
 
 def headers_too_slow(client: str | None) -> None:
     """A connection closed because its request line and headers were too slow (GATEWAY-096)."""
-    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    write_log({"at": at, "client": client, "closed": "headers_timeout"})
+    write_log({"at": _now(), "client": client, "closed": "headers_timeout"})
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def write_log(entry: dict[str, Any]) -> None:
@@ -222,6 +225,12 @@ def _server_class() -> type:
             if self.announce and not self.should_exit:
                 sys.stdout.write(self.announce)
                 sys.stdout.flush()
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            # Said when stopping begins, with what it still answers (GATEWAY-003): a stop that
+            # takes its grace period shows why in the log.
+            write_log({"at": _now(), "stopping": True, "inFlight": len(self.server_state.tasks)})
+            await super().shutdown(sockets=sockets)
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             super().handle_exit(sig, frame)
@@ -311,5 +320,5 @@ def serve(options: Options) -> int:
     # the server has started (Server.startup above).
     server.announce = json.dumps({"listening": f"{scheme}://{shown_host}:{bound_port}"}) + "\n"
     server.run(sockets=[sock])  # uvicorn stops gracefully on SIGTERM and SIGINT
-    write_log({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "stopped": True})
+    write_log({"at": _now(), "stopped": True})
     return 0
