@@ -241,3 +241,40 @@ def test_sigterm_answers_the_request_in_flight_before_it_exits(repo: Repo) -> No
     assert answers[0].json()["signal"]["permissionId"]
     answered, stopped = gw.entries()
     assert answered["status"] == 200 and stopped["stopped"] is True
+
+
+def test_what_is_not_http_is_refused_and_logged_as_json(repo: Repo) -> None:
+    """GATEWAY-017: a request line no HTTP server can read (which no client library sends) is
+    answered 400 and logged as a JSON line, and the log holds nothing else."""
+    import socket
+
+    with gateway(repo) as gw:
+        host, port = gw.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as client:
+            client.sendall(b"NOT HTTP \x00\x01\r\n\r\n")
+            assert client.recv(4096).startswith(b"HTTP/1.1 400 ")
+        assert gw.stop() == 0
+    assert all(line.startswith("{") for line in gw.log), gw.log
+    refused = gw.entries()[0]
+    assert refused == {"at": refused["at"], "client": "127.0.0.1", "status": 400, "closed": "invalid_http"}
+
+
+def test_the_http_servers_own_messages_are_json_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GATEWAY-017: uvicorn's messages (here an application error) in the log's own shape."""
+    import logging
+    import sys
+
+    from swamp.gateway import server
+
+    written: list[dict[str, object]] = []
+    monkeypatch.setattr(server, "write_log", written.append)
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        failed = sys.exc_info()
+    message = "Exception in ASGI application"
+    server.JsonLogHandler().emit(
+        logging.LogRecord("uvicorn.error", logging.ERROR, "", 0, message, None, failed)
+    )
+    at = written[0]["at"] if written else None
+    assert written == [{"at": at, "level": "error", "message": message, "exception": "ValueError: boom"}]

@@ -126,9 +126,11 @@ def test_the_gateway_serves_with_the_header_bound(monkeypatch: pytest.MonkeyPatc
     made: list[float] = []
     real = connections.protocol_class
 
-    def recording(seconds: float = connections.HEADER_SECONDS, closed: Any = None) -> type:
+    def recording(
+        seconds: float = connections.HEADER_SECONDS, closed: Any = None, refused: Any = None
+    ) -> type:
         made.append(seconds)
-        return real(seconds, closed)
+        return real(seconds, closed, refused)
 
     monkeypatch.setattr(connections, "protocol_class", recording)
     import uvicorn

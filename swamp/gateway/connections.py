@@ -20,10 +20,14 @@ HEADER_SECONDS = 10.0
 
 
 def protocol_class(
-    header_seconds: float = HEADER_SECONDS, closed: Callable[[str | None], None] | None = None
+    header_seconds: float = HEADER_SECONDS,
+    closed: Callable[[str | None], None] | None = None,
+    refused: Callable[[str | None], None] | None = None,
 ) -> type:
     """uvicorn's H11Protocol with the header timeout (a class: uvicorn builds one per connection);
-    `closed(client address)` is told of each connection closed for it (the access log)."""
+    `closed(client address)` is told of each connection closed for it, and `refused(client
+    address)` of each request answered 400 before it reached the app because it is not HTTP h11
+    can read (GATEWAY-017): the access log."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -47,6 +51,11 @@ def protocol_class(
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
+
+        def send_400_response(self, msg: str) -> None:
+            if refused is not None:
+                refused(self.client[0] if self.client else None)
+            super().send_400_response(msg)
 
         def _arm(self) -> None:
             self._disarm()

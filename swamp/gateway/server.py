@@ -7,6 +7,7 @@ logged with any token in it replaced by `<token>`, and neither the query string 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import socket
 import sys
@@ -135,6 +136,35 @@ class HeaderLimit:
 def headers_too_slow(client: str | None) -> None:
     """A connection closed because its request line and headers were too slow (GATEWAY-096)."""
     write_log({"at": _now(), "client": client, "closed": "headers_timeout"})
+
+
+def not_http(client: str | None) -> None:
+    """A request answered 400 because it is not HTTP the server can read (GATEWAY-017)."""
+    write_log({"at": _now(), "client": client, "status": 400, "closed": "invalid_http"})
+
+
+class JsonLogHandler(logging.Handler):
+    """uvicorn's own messages as JSON lines in the access log's stream (GATEWAY-017), without
+    the one `not_http` already says in its own words."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message == "Invalid HTTP request received.":
+            return
+        entry: dict[str, Any] = {"at": _now(), "level": record.levelname.lower(), "message": message}
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            entry["exception"] = f"{type(error).__name__}: {error}"
+        write_log(entry)
+
+
+def _log_through_json() -> None:
+    handler = JsonLogHandler(logging.WARNING)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi"):
+        logger = logging.getLogger(name)
+        logger.handlers = [handler] if name == "uvicorn" else []
+        logger.propagate = name != "uvicorn"
+        logger.setLevel(logging.WARNING)
 
 
 def _now() -> str:
@@ -292,7 +322,6 @@ def serve(options: Options) -> int:
     shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn.Config(
         AccessLog(HeaderLimit(build_app(gateway))),
-        log_level="warning",
         access_log=False,
         lifespan="off",
         server_header=False,
@@ -304,9 +333,13 @@ def serve(options: Options) -> int:
         backlog=BACKLOG,
         ssl_certfile=options.certfile,
         ssl_keyfile=options.keyfile,
-        http=protocol_class(closed=headers_too_slow),  # h11, the headers' time bounded (GATEWAY-095)
+        http=protocol_class(
+            closed=headers_too_slow, refused=not_http
+        ),  # h11, the headers' time bounded (GATEWAY-095)
+        log_config=None,  # uvicorn's messages are JSON lines like the rest (GATEWAY-017)
         timeout_graceful_shutdown=10,
     )
+    _log_through_json()
     try:
         server = _server_class()(config)
         config.load()  # reads the certificate now: a bad one is a usage error, before the line below
