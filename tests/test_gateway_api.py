@@ -278,3 +278,15 @@ def test_the_http_servers_own_messages_are_json_lines(monkeypatch: pytest.Monkey
     )
     at = written[0]["at"] if written else None
     assert written == [{"at": at, "level": "error", "message": message, "exception": "ValueError: boom"}]
+
+
+def test_a_long_path_is_logged_cut_and_never_shows_part_of_a_token() -> None:
+    """GATEWAY-004: tokens are replaced before the path is cut at 1024 characters."""
+    from swamp.gateway.server import MAX_LOGGED_PATH, redact
+
+    token = "swp_" + "Q" * 32
+    straddling = "/" + "x" * (MAX_LOGGED_PATH - 6) + "/" + token
+    shown = redact(straddling)
+    assert shown == "/" + "x" * (MAX_LOGGED_PATH - 6) + "/<tok..." and "Q" not in shown
+    assert redact("/x" * 10) == "/x" * 10
+    assert len(redact("/" + "y" * 5000)) == MAX_LOGGED_PATH + 3

@@ -36,8 +36,15 @@ MAX_CONNECTIONS = 200
 BACKLOG = 128
 
 
+# A path is logged up to this many characters, then `...`: a request refused for its size
+# (GATEWAY-091) must not cost the log what it was refused for.
+MAX_LOGGED_PATH = 1024
+
+
 def redact(path: str) -> str:
-    return SECRET_IN_PATH.sub("<token>", path)
+    """The path as the log shows it: tokens replaced (before it is cut, so no part of one shows)."""
+    shown = SECRET_IN_PATH.sub("<token>", path)
+    return shown if len(shown) <= MAX_LOGGED_PATH else shown[:MAX_LOGGED_PATH] + "..."
 
 
 def parse_listen(text: str) -> tuple[str, int]:
