@@ -49,6 +49,9 @@ HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
 }
+# A form with more fields than this is refused (413) before it is read into a payload.
+MAX_FORM_FIELDS = 5000
+
 # What a closed link (or wait) shows instead of the form, and the status each answers with.
 CLOSED_STATUS = {"answered": 409, "settled": 409, "expired": 410, "revoked": 403}
 
@@ -264,6 +267,14 @@ class Pages:
         except BodyTooLarge:
             note(request, "payload_too_large")
             return self.problem(SwampError("The form is too large to be an answer", code="payload_too_large"))
+        except TooManyFields:
+            note(request, "payload_too_large")
+            return self.problem(
+                SwampError(
+                    f"The form has more than {MAX_FORM_FIELDS} fields, too many to be an answer",
+                    code="payload_too_large",
+                )
+            )
         except BodyTimeout:
             headline, why = "The form took too long to arrive", "Open the link again and send the answer."
             return self.render("problem.html", 408, headline=headline, message=why, error_code=None)
@@ -331,13 +342,21 @@ class Pages:
         return self.problem(exc)
 
 
+class TooManyFields(Exception):
+    pass
+
+
 async def read_form_fields(request: Request) -> dict[str, list[str]]:
     """A form-encoded body (what a browser sends), each name with its values in order; the body is
-    capped (limits.py) before it is parsed."""
+    capped (limits.py) before it is parsed, and so is the number of its fields (TooManyFields)."""
     body = await read_body(request, MAX_BODY)
     fields: dict[str, list[str]] = {}
     text = body.decode("utf-8", errors="replace")
-    for name, value in parse_qsl(text, keep_blank_values=True, max_num_fields=5000, errors="replace"):
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS, errors="replace")
+    except ValueError:  # parse_qsl's "Max number of fields exceeded"
+        raise TooManyFields() from None
+    for name, value in pairs:
         fields.setdefault(name, []).append(value)
     return fields
 
