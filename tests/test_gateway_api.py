@@ -272,12 +272,14 @@ def test_the_http_servers_own_messages_are_json_lines(monkeypatch: pytest.Monkey
         raise ValueError("boom")
     except ValueError:
         failed = sys.exc_info()
-    message = "Exception in ASGI application"
+    message = "Exception in ASGI application\n"
     server.JsonLogHandler().emit(
         logging.LogRecord("uvicorn.error", logging.ERROR, "", 0, message, None, failed)
     )
     at = written[0]["at"] if written else None
-    assert written == [{"at": at, "level": "error", "message": message, "exception": "ValueError: boom"}]
+    assert written == [
+        {"at": at, "level": "error", "message": message.strip(), "exception": "ValueError: boom"}
+    ]
 
 
 def test_a_long_path_is_logged_cut_and_never_shows_part_of_a_token() -> None:

@@ -155,7 +155,7 @@ class JsonLogHandler(logging.Handler):
     the one `not_http` already says in its own words."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
+        message = record.getMessage().strip()
         if message == "Invalid HTTP request received.":
             return
         entry: dict[str, Any] = {"at": _now(), "level": record.levelname.lower(), "message": message}
