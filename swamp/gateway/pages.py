@@ -264,17 +264,14 @@ class Pages:
             return link
         try:
             submitted = await read_form_fields(request)
-        except BodyTooLarge:
+        except (BodyTooLarge, TooManyFields) as exc:
             note(request, "payload_too_large")
-            return self.problem(SwampError("The form is too large to be an answer", code="payload_too_large"))
-        except TooManyFields:
-            note(request, "payload_too_large")
-            return self.problem(
-                SwampError(
-                    f"The form has more than {MAX_FORM_FIELDS} fields, too many to be an answer",
-                    code="payload_too_large",
-                )
+            why = (
+                f"The form has more than {MAX_FORM_FIELDS} fields, too many"
+                if isinstance(exc, TooManyFields)
+                else "The form is too large"
             )
+            return self.problem(SwampError(f"{why} to be an answer", code="payload_too_large"))
         except BodyTimeout:
             headline, why = "The form took too long to arrive", "Open the link again and send the answer."
             return self.render("problem.html", 408, headline=headline, message=why, error_code=None)

@@ -166,12 +166,12 @@ class JsonLogHandler(logging.Handler):
 
 
 def _log_through_json() -> None:
-    handler = JsonLogHandler(logging.WARNING)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi"):
-        logger = logging.getLogger(name)
-        logger.handlers = [handler] if name == "uvicorn" else []
-        logger.propagate = name != "uvicorn"
-        logger.setLevel(logging.WARNING)
+    # uvicorn.error and its other loggers propagate here: with log_config=None uvicorn gives
+    # them no handler of their own.
+    logger = logging.getLogger("uvicorn")
+    logger.handlers = [JsonLogHandler()]
+    logger.propagate = False
+    logger.setLevel(logging.WARNING)
 
 
 def _now() -> str:
@@ -340,9 +340,8 @@ def serve(options: Options) -> int:
         backlog=BACKLOG,
         ssl_certfile=options.certfile,
         ssl_keyfile=options.keyfile,
-        http=protocol_class(
-            closed=headers_too_slow, refused=not_http
-        ),  # h11, the headers' time bounded (GATEWAY-095)
+        # h11, the headers' time bounded (GATEWAY-095), and what it cannot read logged (GATEWAY-017)
+        http=protocol_class(closed=headers_too_slow, refused=not_http),
         log_config=None,  # uvicorn's messages are JSON lines like the rest (GATEWAY-017)
         timeout_graceful_shutdown=10,
     )
